@@ -1,0 +1,169 @@
+package broker
+
+// Produce (api key 0), versions 3–13: record format v2 only, as Kafka 4 does.
+//
+// Each partition's record batches are validated (size, CRC, magic, record
+// count) and appended by the partition's log as bytes: offsets and the leader
+// epoch are stamped into the batch headers, records are not decoded. acks=0
+// gets no response (and, as in Kafka, a partition error closes the
+// connection so the client refreshes its metadata); acks=1 is answered after
+// the leader's append; acks=-1 after the high watermark passes the batch, i.e.
+// every in-sync replica has it, or REQUEST_TIMED_OUT after the request's
+// timeout. acks=-1 with fewer in-sync replicas than min.insync.replicas is
+// NOT_ENOUGH_REPLICAS before anything is written. v13 (KIP-516) addresses
+// topics by id. v10+ carries the partition's current leader in a tagged field
+// on NOT_LEADER_OR_FOLLOWER (KIP-951).
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	img := b.metadata()
+
+	// acked records what acks=-1 must wait for: the index of a response
+	// partition and the offset the high watermark has to pass.
+	type acked struct {
+		topic, part int
+		p           *partition
+		next        int64
+	}
+	var waits []acked
+	failed, notLeader := false, false
+
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		topic := lookupTopic(img, req.Version >= 13, rt.Topic, rt.TopicID)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			p, last, err := b.producePartition(img, topic, req, rp, &sp)
+			if err != nil {
+				failed = true
+				sp.ErrorCode = errorCode(err)
+				if sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+					notLeader = true
+					setProduceCurrentLeader(topic, rp.Partition, &sp)
+				}
+				if sp.ErrorCode == kerr.UnknownServerError.Code {
+					b.logger.Error("produce failed", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				}
+				if req.Version >= 8 {
+					sp.ErrorMessage = errorMessage(err)
+				}
+			} else if req.Acks == -1 {
+				waits = append(waits, acked{topic: i, part: j, p: p, next: last + 1})
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if notLeader {
+		resp.Brokers = produceBrokers(img)
+	}
+	if req.Acks == 0 {
+		if failed {
+			return nil, errors.New("produce with acks=0 failed on a partition; closing the connection so the client refreshes metadata")
+		}
+		return nil, nil
+	}
+
+	if len(waits) > 0 {
+		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+		deadline := time.NewTimer(timeout)
+		defer deadline.Stop()
+		for _, w := range waits {
+			if !b.waitHighWatermark(ctx, w.p, w.next, deadline.C) {
+				sp := &resp.Topics[w.topic].Partitions[w.part]
+				sp.ErrorCode = kerr.RequestTimedOut.Code
+			}
+		}
+	}
+	return resp, nil
+}
+
+// waitHighWatermark blocks until p's high watermark reaches next, the
+// deadline fires or ctx ends. It reports whether the high watermark got there.
+func (b *Broker) waitHighWatermark(ctx context.Context, p *partition, next int64, deadline <-chan time.Time) bool {
+	for {
+		ch := p.watch()
+		if p.highWatermark() >= next {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return p.highWatermark() >= next
+		case <-ctx.Done():
+			return p.highWatermark() >= next
+		}
+	}
+}
+
+// producePartition appends one partition's batches and fills in the
+// offsets; it returns the replica and the last offset written.
+func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (*partition, int64, error) {
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		return nil, 0, kerr.InvalidRequiredAcks
+	}
+	if topic == nil {
+		if req.Version >= 13 {
+			return nil, 0, kerr.UnknownTopicID
+		}
+		return nil, 0, kerr.UnknownTopicOrPartition
+	}
+	if rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions) {
+		return nil, 0, kerr.UnknownTopicOrPartition
+	}
+	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
+	if p == nil {
+		return nil, 0, kerr.NotLeaderForPartition
+	}
+	leader, epoch := p.state()
+	if leader != b.cfg.NodeID {
+		return nil, 0, kerr.NotLeaderForPartition
+	}
+	if req.Acks == -1 && p.isrSize() < b.minInsyncReplicas(img, topic) {
+		return nil, 0, kerr.NotEnoughReplicas
+	}
+	res, err := p.log.AppendAsLeader(rp.Records, epoch)
+	if err != nil {
+		return nil, 0, err
+	}
+	sp.BaseOffset = res.FirstOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+	p.advanceHighWatermark(b.cfg.NodeID)
+	return p, res.LastOffset, nil
+}
+
+func setProduceCurrentLeader(topic *controller.Topic, partition int32, sp *kmsg.ProduceResponseTopicPartition) {
+	if topic == nil || partition < 0 || int(partition) >= len(topic.Partitions) {
+		return
+	}
+	mp := topic.Partitions[partition]
+	sp.CurrentLeader.LeaderID = mp.Leader
+	sp.CurrentLeader.LeaderEpoch = mp.LeaderEpoch
+}
+
+func produceBrokers(img *controller.Image) []kmsg.ProduceResponseBroker {
+	var out []kmsg.ProduceResponseBroker
+	for _, br := range sortedBrokers(img) {
+		out = append(out, kmsg.ProduceResponseBroker{NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: rackPtr(br.Rack)})
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package broker
+
+// Fetch (api key 1), versions 4–18: record format v2 only.
+//
+// A consumer fetch reads whole batches below the high watermark (the last
+// stable offset equals it until transactions exist); a replica fetch (replica
+// id >= 0, v15+ in ReplicaState) reads up to the log end offset. MaxWaitMillis
+// and MinBytes make a long poll: when less than MinBytes are available the
+// request waits for any of its partitions' high watermarks to move, and is
+// answered as soon as enough data arrived or the wait ran out. MaxBytes caps
+// the response and PartitionMaxBytes each partition, except that the first
+// partition with data always gets at least one whole batch (KIP-74) so a
+// batch larger than the limits can still be consumed.
+//
+// Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID at v13+,
+// KIP-516), NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
+// for a CurrentLeaderEpoch older / newer than the leader's (KIP-320),
+// OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end. A
+// LastFetchedEpoch (v12+, KIP-595) that diverges from the leader's epoch
+// history is answered with DivergingEpoch and no records. Incremental fetch
+// sessions (KIP-227) are not offered: every response carries SessionID 0,
+// which tells the client to keep sending full fetch requests.
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.FetchRequest)
+	replicaID := req.ReplicaID
+	if req.Version >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	var deadline <-chan time.Time
+	if req.MaxWaitMillis > 0 {
+		t := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		resp, bytes, hasErr, watches := b.fetchOnce(req, replicaID)
+		if req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || hasErr || len(watches) == 0 {
+			return resp, nil
+		}
+		cases := make([]reflect.SelectCase, 0, len(watches)+2)
+		for _, w := range watches {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+		}
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		)
+		chosen, _, _ := reflect.Select(cases)
+		if chosen >= len(watches) {
+			resp, _, _, _ = b.fetchOnce(req, replicaID)
+			return resp, nil
+		}
+	}
+}
+
+// fetchOnce builds a response from what the logs hold now. It returns the
+// bytes gathered, whether any partition errored, and the channels that
+// signal new data for the partitions that were read.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	img := b.metadata()
+	byID := req.Version >= 13
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	total := 0
+	hasErr := false
+	var watches []<-chan struct{}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		topic := lookupTopic(img, byID, rt.Topic, rt.TopicID)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			// Kafka sends empty, not null, record bytes; librdkafka
+			// rejects a null set.
+			sp.RecordBatches = []byte{}
+			p, err := b.fetchPartition(topic, byID, req, replicaID, rp, &sp, budget-total, total == 0)
+			if err != nil {
+				hasErr = true
+				sp.ErrorCode = errorCode(err)
+				if sp.ErrorCode == kerr.UnknownServerError.Code {
+					b.logger.Error("fetch failed", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				}
+				if sp.ErrorCode == kerr.NotLeaderForPartition.Code || sp.ErrorCode == kerr.FencedLeaderEpoch.Code {
+					if mp := topicPartition(topic, rp.Partition); mp != nil {
+						sp.CurrentLeader.LeaderID = mp.Leader
+						sp.CurrentLeader.LeaderEpoch = mp.LeaderEpoch
+					}
+				}
+			}
+			if p != nil {
+				watches = append(watches, p.watch())
+			}
+			total += len(sp.RecordBatches)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, hasErr, watches
+}
+
+// fetchPartition reads one partition into sp. It returns the replica (for
+// waiting on it) and the partition's error.
+func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (*partition, error) {
+	if topic == nil {
+		if byID {
+			return nil, kerr.UnknownTopicID
+		}
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if topicPartition(topic, rp.Partition) == nil {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
+	if p == nil {
+		return nil, kerr.NotLeaderForPartition
+	}
+	leader, epoch := p.state()
+	if leader != b.cfg.NodeID {
+		return nil, kerr.NotLeaderForPartition
+	}
+	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < epoch:
+			return nil, kerr.FencedLeaderEpoch
+		case rp.CurrentLeaderEpoch > epoch:
+			return nil, kerr.UnknownLeaderEpoch
+		}
+	}
+	hw := p.highWatermark()
+	sp.HighWatermark = hw
+	sp.LastStableOffset = hw
+	sp.LogStartOffset = p.log.LogStartOffset()
+
+	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 {
+		divEpoch, divEnd := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+		if divEpoch != rp.LastFetchedEpoch || divEnd < rp.FetchOffset {
+			sp.DivergingEpoch.Epoch = divEpoch
+			sp.DivergingEpoch.EndOffset = divEnd
+			return p, nil
+		}
+	}
+
+	maxOffset := hw
+	if replicaID >= 0 {
+		maxOffset = p.log.LogEndOffset()
+	}
+	limit := int(rp.PartitionMaxBytes)
+	if budget < limit {
+		limit = budget
+	}
+	if limit < 0 {
+		limit = 0
+	}
+	res, err := p.log.Read(rp.FetchOffset, int32(limit), maxOffset, first)
+	if err != nil {
+		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
+			return p, kerr.OffsetOutOfRange
+		}
+		return p, err
+	}
+	if len(res.Data) > 0 {
+		sp.RecordBatches = res.Data
+	}
+	return p, nil
+}

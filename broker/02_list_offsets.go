@@ -1,0 +1,100 @@
+package broker
+
+// ListOffsets (api key 2), versions 1–11.
+//
+// Special timestamps: -1 latest (the high watermark; the last stable offset
+// for read_committed, which equals it until transactions exist), -2 earliest
+// (the log start offset), -3 the record with the largest timestamp (v7+,
+// KIP-734), -4 earliest local (v8+, KIP-1005: the log start offset, since all
+// of sluice's log is local), -5 latest tiered (v9+: no tiered storage, so no
+// offset). Any other timestamp finds the first record whose timestamp is at
+// least that, through the time index; nothing at or above the high watermark
+// is returned to a consumer. CurrentLeaderEpoch (v4+) is checked as Fetch
+// does (KIP-320).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+const (
+	listLatest         = -1
+	listEarliest       = -2
+	listMaxTimestamp   = -3
+	listEarliestLocal  = -4
+	listLatestTiered   = -5
+	isolationCommitted = 1
+)
+
+func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	img := b.metadata()
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			err := func() error {
+				if topicPartition(topic, rp.Partition) == nil {
+					return kerr.UnknownTopicOrPartition
+				}
+				p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
+				if p == nil {
+					return kerr.NotLeaderForPartition
+				}
+				leader, epoch := p.state()
+				if leader != b.cfg.NodeID {
+					return kerr.NotLeaderForPartition
+				}
+				if req.Version >= 4 && rp.CurrentLeaderEpoch >= 0 {
+					if rp.CurrentLeaderEpoch < epoch {
+						return kerr.FencedLeaderEpoch
+					}
+					if rp.CurrentLeaderEpoch > epoch {
+						return kerr.UnknownLeaderEpoch
+					}
+				}
+				hw := p.highWatermark()
+				latestEpoch := p.log.LatestEpoch()
+				switch rp.Timestamp {
+				case listLatest:
+					sp.Offset = hw
+					sp.LeaderEpoch = latestEpoch
+				case listEarliest, listEarliestLocal:
+					sp.Offset = p.log.LogStartOffset()
+					sp.LeaderEpoch = latestEpoch
+				case listLatestTiered:
+				case listMaxTimestamp:
+					off, ts := p.log.MaxTimestamp()
+					if off >= 0 && off < hw {
+						sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
+					}
+				default:
+					if rp.Timestamp < 0 {
+						return kerr.InvalidRequest
+					}
+					off, ts, ok := p.log.OffsetForTimestamp(rp.Timestamp)
+					if ok && off < hw {
+						sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
+					}
+				}
+				return nil
+			}()
+			sp.ErrorCode = errorCode(err)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,101 @@
+package broker
+
+// CreateTopics (api key 19), versions 2–7.
+//
+// The controller validates and commits each topic (name rules, partitions,
+// replication factor against the live brokers, explicit replica assignment,
+// topic configs) and the answer comes after the metadata log holds it, so the
+// topic is immediately usable. validateOnly (v1+) runs every check and
+// creates nothing. v5+ (KIP-525) returns the partition count, replication
+// factor and the topic's full effective config; v7 the topic id (KIP-516).
+// A name given twice in one request is INVALID_REQUEST for that name.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+
+	seen := make(map[string]int)
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	var create []controller.CreateTopic
+	for _, rt := range req.Topics {
+		if seen[rt.Topic] > 1 {
+			continue
+		}
+		ct := controller.CreateTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
+		if len(rt.ReplicaAssignment) > 0 {
+			ct.Assignment = make(map[int32][]int32, len(rt.ReplicaAssignment))
+			for _, a := range rt.ReplicaAssignment {
+				ct.Assignment[a.Partition] = a.Replicas
+			}
+		}
+		if len(rt.Configs) > 0 {
+			ct.Configs = make(map[string]*string, len(rt.Configs))
+			for _, c := range rt.Configs {
+				ct.Configs[c.Name] = c.Value
+			}
+		}
+		create = append(create, ct)
+	}
+	results := b.ctrl.CreateTopics(ctx, create, req.ValidateOnly)
+	byName := make(map[string]controller.CreateTopicResult, len(results))
+	for _, res := range results {
+		byName[res.Name] = res
+	}
+
+	img := b.metadata()
+	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
+	done := make(map[string]bool)
+	for i, rt := range req.Topics {
+		if done[rt.Topic] {
+			continue
+		}
+		done[rt.Topic] = true
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		if seen[rt.Topic] > 1 {
+			st.ErrorCode = kerr.InvalidRequest.Code
+			msg := fmt.Sprintf("Create topics request from client contains multiple topics with name %s", rt.Topic)
+			st.ErrorMessage = &msg
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		res := byName[rt.Topic]
+		if res.Err != nil {
+			st.ErrorCode = errorCode(res.Err)
+			st.ErrorMessage = errorMessage(res.Err)
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = res.TopicID
+		st.NumPartitions = res.NumPartitions
+		st.ReplicationFactor = res.ReplicationFactor
+		if req.Version >= 5 {
+			set := make(map[string]string)
+			for _, c := range req.Topics[i].Configs {
+				if c.Value != nil {
+					set[c.Name] = *c.Value
+				}
+			}
+			for _, e := range b.cfg.DescribeTopic(set, perBroker, clusterDefault) {
+				st.Configs = append(st.Configs, kmsg.CreateTopicsResponseTopicConfig{
+					Name: e.Name, Value: e.Value, ReadOnly: e.ReadOnly, Source: e.Source, IsSensitive: e.Sensitive,
+				})
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

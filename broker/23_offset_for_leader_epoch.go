@@ -1,0 +1,63 @@
+package broker
+
+// OffsetForLeaderEpoch (api key 23), versions 2–4.
+//
+// For each partition, the largest leader epoch not above the requested one
+// and the offset where it ended (the log end offset for the current epoch),
+// read from the log's leader-epoch cache (KIP-101, KIP-279). Consumers use it
+// to detect log truncation after an unclean leader change (KIP-320),
+// followers to truncate before fetching. CurrentLeaderEpoch is checked as in
+// Fetch. An epoch older than anything known answers -1 / -1.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	img := b.metadata()
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			err := func() error {
+				if topicPartition(topic, rp.Partition) == nil {
+					return kerr.UnknownTopicOrPartition
+				}
+				p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
+				if p == nil {
+					return kerr.NotLeaderForPartition
+				}
+				leader, epoch := p.state()
+				if leader != b.cfg.NodeID {
+					return kerr.NotLeaderForPartition
+				}
+				if rp.CurrentLeaderEpoch >= 0 {
+					if rp.CurrentLeaderEpoch < epoch {
+						return kerr.FencedLeaderEpoch
+					}
+					if rp.CurrentLeaderEpoch > epoch {
+						return kerr.UnknownLeaderEpoch
+					}
+				}
+				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				return nil
+			}()
+			sp.ErrorCode = errorCode(err)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,61 @@
+package broker
+
+// CreatePartitions (api key 37), versions 0–3.
+//
+// Grows a topic to Count partitions; the controller places the new
+// replicas (or takes the explicit assignment) and commits them. Count not
+// above the current number is INVALID_PARTITIONS, an unknown topic
+// UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST.
+// validateOnly checks without changing anything.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	seen := make(map[string]int)
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	var reqs []controller.CreatePartitions
+	for _, rt := range req.Topics {
+		if seen[rt.Topic] > 1 {
+			continue
+		}
+		cp := controller.CreatePartitions{Topic: rt.Topic, Count: rt.Count}
+		for _, a := range rt.Assignment {
+			cp.Assignment = append(cp.Assignment, a.Replicas)
+		}
+		reqs = append(reqs, cp)
+	}
+	results := b.ctrl.CreatePartitions(ctx, reqs, req.ValidateOnly)
+	byName := make(map[string]error, len(results))
+	for _, res := range results {
+		byName[res.Topic] = res.Err
+	}
+	done := make(map[string]bool)
+	for _, rt := range req.Topics {
+		if done[rt.Topic] {
+			continue
+		}
+		done[rt.Topic] = true
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		if seen[rt.Topic] > 1 {
+			st.ErrorCode = kerr.InvalidRequest.Code
+		} else {
+			st.ErrorCode = errorCode(byName[rt.Topic])
+			st.ErrorMessage = errorMessage(byName[rt.Topic])
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,42 @@
+package broker
+
+// IncrementalAlterConfigs (api key 44), versions 0–1 (KIP-339).
+//
+// Each entry is SET, DELETE (back to the default), APPEND or SUBTRACT (for
+// list-valued configs such as cleanup.policy) on a topic, this broker, or the
+// cluster-wide broker default (empty name). The controller validates the
+// whole resource's change and commits it, or rejects it with INVALID_CONFIG /
+// INVALID_REQUEST and changes nothing.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	img := b.metadata()
+	for _, rr := range req.Resources {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		res, err := b.configResource(img, int8(rr.ResourceType), rr.ResourceName)
+		ops := make([]controller.ConfigOp, 0, len(rr.Configs))
+		if err == nil {
+			for _, c := range rr.Configs {
+				ops = append(ops, controller.ConfigOp{Key: c.Name, Value: c.Value, Op: int8(c.Op)})
+			}
+			err = checkClusterDefault(res, ops)
+		}
+		if err == nil {
+			err = b.ctrl.AlterConfigs(ctx, res, ops, true, req.ValidateOnly)
+		}
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}

@@ -1,0 +1,46 @@
+package broker
+
+// DescribeCluster (api key 60), versions 0–2 (KIP-700).
+//
+// The cluster id, the active controller and the brokers of the metadata
+// image; fenced brokers are included only when asked (v2,
+// IncludeFencedBrokers, KIP-1073). EndpointType (v1) 1 asks for brokers; 2
+// (controllers, KIP-919) is answered with UNSUPPORTED_ENDPOINT_TYPE because
+// sluice's controllers are reached through the brokers.
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleDescribeCluster(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = req.EndpointType
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp, nil
+	}
+	img := b.metadata()
+	resp.ClusterID = img.ClusterID
+	resp.ControllerID = b.ctrl.ActiveControllerID()
+	brokers := make([]*controller.Broker, 0, len(img.Brokers))
+	for _, br := range img.Brokers {
+		if !br.Fenced || req.IncludeFencedBrokers {
+			brokers = append(brokers, br)
+		}
+	}
+	slices.SortFunc(brokers, func(x, y *controller.Broker) int { return int(x.ID - y.ID) })
+	for _, br := range brokers {
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{
+			NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: rackPtr(br.Rack), IsFenced: br.Fenced,
+		})
+	}
+	return resp, nil
+}

@@ -1,0 +1,97 @@
+package broker
+
+// DescribeTopicPartitions (api key 75), version 0 (KIP-966).
+//
+// Like Metadata's topic part, with paging: topics are answered in name order
+// (all topics when none are named), starting at the cursor's topic and
+// partition, and at most ResponsePartitionLimit partitions in all (Kafka's
+// cap is 2000); when partitions remain, NextCursor names the first of them.
+// Eligible-leader replicas are empty: sluice does not implement ELR.
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/protocol"
+)
+
+const maxDescribePartitions = 2000
+
+func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DescribeTopicPartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+	img := b.metadata()
+
+	var names []string
+	if len(req.Topics) == 0 {
+		for _, t := range sortedTopics(img) {
+			names = append(names, t.Name)
+		}
+	} else {
+		for _, t := range req.Topics {
+			names = append(names, t.Topic)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+	}
+	limit := int(req.ResponsePartitionLimit)
+	if limit <= 0 || limit > maxDescribePartitions {
+		limit = maxDescribePartitions
+	}
+	startPartition := int32(0)
+	if req.Cursor != nil {
+		i, _ := slices.BinarySearch(names, req.Cursor.Topic)
+		names = names[i:]
+		if len(names) > 0 && names[0] == req.Cursor.Topic {
+			startPartition = req.Cursor.Partition
+		}
+	}
+	count := 0
+	for ti, name := range names {
+		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		st.Topic = &name
+		t := img.Topics[name]
+		if t == nil {
+			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
+		st.TopicID = t.ID
+		st.IsInternal = t.Internal
+		from := int32(0)
+		if ti == 0 {
+			from = startPartition
+		}
+		for _, mp := range t.Partitions {
+			if mp.Partition < from {
+				continue
+			}
+			if count == limit {
+				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: mp.Partition}
+				break
+			}
+			sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+			sp.Partition = mp.Partition
+			sp.LeaderID = mp.Leader
+			sp.LeaderEpoch = mp.LeaderEpoch
+			sp.Replicas = append([]int32{}, mp.Replicas...)
+			sp.ISR = append([]int32{}, mp.ISR...)
+			sp.EligibleLeaderReplicas = []int32{}
+			sp.LastKnownELR = []int32{}
+			sp.OfflineReplicas = offlineReplicas(img, mp)
+			if mp.Leader < 0 {
+				sp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			st.Partitions = append(st.Partitions, sp)
+			count++
+		}
+		resp.Topics = append(resp.Topics, st)
+		if resp.NextCursor != nil {
+			break
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,288 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/config"
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+// metadataDirName is where the controller keeps its raft log inside the first
+// log directory; Kafka's KRaft uses the same name, and logstore skips it.
+const metadataDirName = "__cluster_metadata-0"
+
+// Broker is one running sluice node.
+type Broker struct {
+	cfg    *config.Broker
+	logger *slog.Logger
+	now    func() time.Time
+
+	dir    *logstore.Dir
+	ctrl   *controller.Controller
+	router *protocol.Router
+	server *protocol.Server
+	ln     net.Listener
+
+	// image is the newest metadata image the broker has reconciled with.
+	image atomic.Pointer[controller.Image]
+
+	pids producerIDs
+
+	mu         sync.RWMutex // guards partitions
+	partitions map[logstore.TopicPartition]*partition
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closed   atomic.Bool
+	serveErr chan error
+}
+
+// Options tunes a Broker for tests and embedding.
+type Options struct {
+	Logger *slog.Logger
+	// Listener, if set, is used instead of listening on the configured
+	// address (tests pass a 127.0.0.1:0 listener).
+	Listener net.Listener
+	Now      func() time.Time
+}
+
+// New opens the log directory and the metadata log and starts serving. When
+// it returns without error the broker answers requests on Addr.
+func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if len(cfg.LogDirs) == 0 {
+		return nil, errors.New("broker: log.dirs is empty")
+	}
+	if len(cfg.LogDirs) > 1 {
+		return nil, errors.New("broker: log.dirs: sluice serves a single log directory per node for now")
+	}
+	b := &Broker{
+		cfg:        cfg,
+		logger:     opts.Logger,
+		now:        opts.Now,
+		partitions: make(map[logstore.TopicPartition]*partition),
+		serveErr:   make(chan error, 1),
+	}
+
+	ln := opts.Listener
+	if ln == nil {
+		if len(cfg.Listeners) == 0 {
+			return nil, errors.New("broker: listeners is empty")
+		}
+		l := cfg.Listeners[0]
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
+		if err != nil {
+			return nil, fmt.Errorf("broker: listeners: %w", err)
+		}
+	}
+	b.ln = ln
+
+	dir, err := logstore.OpenDir(cfg.LogDirs[0], logstore.Options{Logger: b.logger, Now: b.now})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("broker: log.dirs: %w", err)
+	}
+	b.dir = dir
+
+	host, port := b.advertised()
+	ctrl, err := controller.Open(ctx, controller.Config{
+		NodeID:                   cfg.NodeID,
+		Dir:                      filepath.Join(cfg.LogDirs[0], metadataDirName),
+		Host:                     host,
+		Port:                     port,
+		DefaultPartitions:        cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		ValidateTopicConfig:      config.ValidateTopicConfig,
+		ValidateBrokerConfig:     config.ValidateBrokerDynamic,
+		IsListConfig:             isListConfig,
+		OnApply:                  b.reconcile,
+		Logger:                   b.logger.With("component", "controller"),
+	})
+	if err != nil {
+		dir.Close(nil)
+		ln.Close()
+		return nil, fmt.Errorf("broker: metadata: %w", err)
+	}
+	b.ctrl = ctrl
+	b.reconcile(ctrl.Image())
+	b.removeOrphans()
+
+	b.router = protocol.NewRouter(b.logger)
+	b.registerHandlers()
+	b.server = &protocol.Server{
+		Router:         b.router,
+		MaxRequestSize: cfg.SocketRequestMaxBytes,
+		Logger:         b.logger.With("component", "network"),
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		b.serveErr <- b.server.Serve(runCtx, ln)
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.maintain(runCtx)
+	}()
+	return b, nil
+}
+
+// advertised is the host and port clients are told to connect to: the
+// advertised.listeners entry when one is set, else the address the listener
+// is actually bound to (which differs from listeners when the port is 0 or
+// a test handed in its own listener).
+func (b *Broker) advertised() (string, int32) {
+	if _, set := b.cfg.Get("advertised.listeners"); set && len(b.cfg.AdvertisedListeners) > 0 {
+		l := b.cfg.AdvertisedListeners[0]
+		if l.Port != 0 && l.Host != "" {
+			return l.Host, l.Port
+		}
+	}
+	addr := b.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if len(b.cfg.Listeners) > 0 && b.cfg.Listeners[0].Host != "" && !addr.IP.IsUnspecified() {
+		host = b.cfg.Listeners[0].Host
+	}
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+		if len(b.cfg.Listeners) > 0 && b.cfg.Listeners[0].Host != "" {
+			host = b.cfg.Listeners[0].Host
+		}
+	}
+	return host, int32(addr.Port)
+}
+
+// Addr is the address the Kafka listener is bound to.
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// NodeID is this broker's node.id.
+func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
+
+// ClusterID is the id of the cluster this broker belongs to.
+func (b *Broker) ClusterID() string { return b.ctrl.ClusterID() }
+
+// RecoveryStats reports how much of the log was scanned at start-up because
+// the previous stop was not clean.
+func (b *Broker) RecoveryStats() logstore.RecoveryStats { return b.dir.RecoveryStats() }
+
+// Close shuts the broker down cleanly: no new connections, in-flight
+// requests answered, logs synced and checkpointed, the clean-shutdown marker
+// written.
+func (b *Broker) Close() error {
+	return b.shutdown(true)
+}
+
+// Crash stops the broker the way kill -9 would leave its files: nothing is
+// synced, checkpointed or marked clean. Only tests use it.
+func (b *Broker) Crash() error {
+	return b.shutdown(false)
+}
+
+func (b *Broker) shutdown(clean bool) error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	if clean {
+		if err := b.server.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.cancel()
+	if !clean {
+		b.server.Shutdown(ctx)
+	}
+	b.wg.Wait()
+	if err := b.ctrl.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if clean {
+		if err := b.dir.Close(b.highWatermarks()); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		b.dir.Abandon()
+	}
+	return errors.Join(errs...)
+}
+
+// maintain runs the periodic log work: retention, removal of deleted
+// segments, and the high-watermark / recovery-point checkpoints.
+func (b *Broker) maintain(ctx context.Context) {
+	retention := time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
+	if retention <= 0 {
+		retention = 5 * time.Minute
+	}
+	checkpoint := time.Duration(b.cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond
+	if checkpoint <= 0 {
+		checkpoint = time.Minute
+	}
+	retentionT := time.NewTicker(retention)
+	checkpointT := time.NewTicker(checkpoint)
+	defer retentionT.Stop()
+	defer checkpointT.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retentionT.C:
+			b.RunRetention()
+		case <-checkpointT.C:
+			if err := b.dir.Checkpoint(b.highWatermarks()); err != nil {
+				b.logger.Warn("checkpoint failed", "err", err)
+			}
+		}
+	}
+}
+
+// RunRetention applies retention to every log now and removes deleted
+// segment files whose delay has passed. The maintenance loop calls it every
+// log.retention.check.interval.ms; tests call it directly.
+func (b *Broker) RunRetention() {
+	err := b.dir.Maintain(b.now(), func(tp logstore.TopicPartition) int64 {
+		if p := b.partition(tp); p != nil {
+			return p.highWatermark()
+		}
+		return 0
+	})
+	if err != nil {
+		b.logger.Warn("log maintenance failed", "err", err)
+	}
+}
+
+func (b *Broker) highWatermarks() map[logstore.TopicPartition]int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	hws := make(map[logstore.TopicPartition]int64, len(b.partitions))
+	for tp, p := range b.partitions {
+		hws[tp] = p.highWatermark()
+	}
+	return hws
+}
+
+func (b *Broker) partition(tp logstore.TopicPartition) *partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.partitions[tp]
+}

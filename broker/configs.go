@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/config"
+	"github.com/sluicedev/sluice/controller"
+)
+
+// Config resource types of DescribeConfigs / AlterConfigs.
+const (
+	resourceTopic        = 2
+	resourceBroker       = 4
+	resourceBrokerLogger = 8
+)
+
+// configResource checks a config resource named in a request and turns it
+// into the controller's form. A broker resource must name this broker or be
+// empty (the cluster-wide default), as in Kafka, because admin clients send
+// a broker's config requests to that broker.
+func (b *Broker) configResource(img *controller.Image, typ int8, name string) (controller.ConfigResource, error) {
+	switch typ {
+	case resourceTopic:
+		if name == "" {
+			return controller.ConfigResource{}, fmt.Errorf("%w: the topic name is empty", kerr.InvalidTopicException)
+		}
+		if img.Topics[name] == nil {
+			return controller.ConfigResource{}, fmt.Errorf("%w: topic %s does not exist", kerr.UnknownTopicOrPartition, name)
+		}
+		return controller.ConfigResource{Type: typ, Name: name}, nil
+	case resourceBroker:
+		if name != "" {
+			id, err := strconv.Atoi(name)
+			if err != nil {
+				return controller.ConfigResource{}, fmt.Errorf("%w: broker id %q is not a number", kerr.InvalidRequest, name)
+			}
+			if int32(id) != b.cfg.NodeID {
+				return controller.ConfigResource{}, fmt.Errorf("%w: unexpected broker id, expected %d or empty string, but received %s", kerr.InvalidRequest, b.cfg.NodeID, name)
+			}
+		}
+		return controller.ConfigResource{Type: typ, Name: name}, nil
+	}
+	return controller.ConfigResource{}, fmt.Errorf("%w: unsupported resource type %d", kerr.InvalidRequest, typ)
+}
+
+// describeEntries turns config entries into DescribeConfigs' form.
+func describeEntries(entries []configEntry, names []string, synonyms, docs bool, version int16) []kmsg.DescribeConfigsResponseResourceConfig {
+	var want map[string]bool
+	if len(names) > 0 {
+		want = make(map[string]bool, len(names))
+		for _, n := range names {
+			want[n] = true
+		}
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, e := range entries {
+		if want != nil && !want[e.Name] {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = e.Name
+		c.Value = e.Value
+		c.ReadOnly = e.ReadOnly
+		c.Source = kmsg.ConfigSource(e.Source)
+		c.IsDefault = e.Source == int8(kmsg.ConfigSourceDefaultConfig)
+		c.IsSensitive = e.Sensitive
+		if e.Sensitive {
+			c.Value = nil
+		}
+		c.ConfigType = kmsg.ConfigType(e.Type)
+		if docs && e.Doc != "" {
+			doc := e.Doc
+			c.Documentation = &doc
+		}
+		if synonyms && version >= 1 {
+			for _, s := range e.Synonyms {
+				c.ConfigSynonyms = append(c.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
+					Name: s.Name, Value: s.Value, Source: kmsg.ConfigSource(s.Source),
+				})
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// configEntry is one described config as the config package reports it.
+type configEntry = config.Entry
+
+func toConfigEntries(entries []config.Entry) []configEntry { return entries }
+
+// clusterDefaultEntries keeps only the cluster-wide dynamic defaults, which
+// is what Kafka describes for a broker resource with an empty name.
+func clusterDefaultEntries(entries []config.Entry) []configEntry {
+	var out []configEntry
+	for _, e := range entries {
+		if e.Source == int8(kmsg.ConfigSourceDynamicDefaultBrokerConfig) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// isListConfig reports whether a config is list-valued, which
+// IncrementalAlterConfigs' APPEND and SUBTRACT require.
+func isListConfig(resourceType int8, key string) bool {
+	switch resourceType {
+	case resourceTopic:
+		for _, k := range config.TopicKeys() {
+			if k.Name == key {
+				return k.Type == config.TypeList
+			}
+		}
+	case resourceBroker:
+		for _, k := range config.BrokerKeys() {
+			if k.Name == key {
+				return k.Type == config.TypeList
+			}
+		}
+	}
+	return false
+}
+
+// checkClusterDefault rejects cluster-wide default changes of keys that can
+// only be set per broker; Kafka answers those with INVALID_REQUEST.
+func checkClusterDefault(res controller.ConfigResource, ops []controller.ConfigOp) error {
+	if res.Type != resourceBroker || res.Name != "" {
+		return nil
+	}
+	for _, op := range ops {
+		value := ""
+		if op.Value != nil {
+			value = *op.Value
+		}
+		if op.Op == controller.OpDelete {
+			continue
+		}
+		if err := config.ValidateClusterDefault(op.Key, value); err != nil {
+			return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+		}
+	}
+	return nil
+}

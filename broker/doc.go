@@ -1,0 +1,20 @@
+// Package broker is one sluice node: it owns the Kafka listener and its
+// connections (through protocol.Server), the request handlers — one file per
+// Kafka API, named by api key (00_produce.go, 01_fetch.go, …) — and the
+// replica manager: every partition replica this node holds, its log
+// (logstore), leader epoch and high watermark.
+//
+// The broker never decides who leads a partition or which replicas are in
+// sync. It reads those facts from the controller's metadata image and reacts
+// to every change of it (reconcile.go): a partition assigned to this node gets
+// a log, a deleted topic's logs go away, a topic config change reaches the log.
+// Admin requests (CreateTopics, DeleteTopics, CreatePartitions, config
+// changes) are handed to the controller, which commits them to the metadata
+// log before the handler answers.
+//
+// Errors reach clients as Kafka error codes; errorCode in errors.go is the one
+// place where internal errors become codes.
+//
+// Lock order: Broker.mu (the partition table) before partition.mu. Neither is
+// held while waiting on the network, the disk sync or the controller.
+package broker

@@ -1,0 +1,25 @@
+package broker
+
+// registerHandlers registers every Kafka API this broker serves with the
+// router; ApiVersions is built from these registrations. The version ranges
+// follow Kafka 4: record format v2 only (Produce v3+, Fetch v4+), up to the
+// newest version kmsg knows.
+func (b *Broker) registerHandlers() {
+	r := b.router
+	r.Register(0, 3, 13, b.handleProduce)
+	r.Register(1, 4, 18, b.handleFetch)
+	r.Register(2, 1, 11, b.handleListOffsets)
+	r.Register(3, 0, 13, b.handleMetadata)
+	r.Register(19, 2, 7, b.handleCreateTopics)
+	r.Register(20, 1, 6, b.handleDeleteTopics)
+	r.Register(21, 0, 2, b.handleDeleteRecords)
+	r.Register(22, 0, 5, b.handleInitProducerID)
+	r.Register(23, 2, 4, b.handleOffsetForLeaderEpoch)
+	r.Register(32, 1, 4, b.handleDescribeConfigs)
+	r.Register(33, 0, 2, b.handleAlterConfigs)
+	r.Register(35, 1, 5, b.handleDescribeLogDirs)
+	r.Register(37, 0, 3, b.handleCreatePartitions)
+	r.Register(44, 0, 1, b.handleIncrementalAlterConfigs)
+	r.Register(60, 0, 2, b.handleDescribeCluster)
+	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
+}

@@ -1,0 +1,82 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/sluicedev/sluice/controller"
+)
+
+// lookupTopic finds a topic by id when the request version addresses topics
+// by id (KIP-516), else by name. It returns nil for an unknown topic.
+func lookupTopic(img *controller.Image, byID bool, name string, id [16]byte) *controller.Topic {
+	if img == nil {
+		return nil
+	}
+	if byID {
+		return img.TopicsByID[id]
+	}
+	return img.Topics[name]
+}
+
+// topicPartition returns the metadata of one partition, or nil.
+func topicPartition(t *controller.Topic, partition int32) *controller.Partition {
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil
+	}
+	return t.Partitions[partition]
+}
+
+// sortedBrokers lists the unfenced brokers by id.
+func sortedBrokers(img *controller.Image) []*controller.Broker {
+	if img == nil {
+		return nil
+	}
+	out := make([]*controller.Broker, 0, len(img.Brokers))
+	for _, br := range img.Brokers {
+		if !br.Fenced {
+			out = append(out, br)
+		}
+	}
+	slices.SortFunc(out, func(a, b *controller.Broker) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// sortedTopics lists the topics by name.
+func sortedTopics(img *controller.Image) []*controller.Topic {
+	if img == nil {
+		return nil
+	}
+	out := make([]*controller.Topic, 0, len(img.Topics))
+	for _, t := range img.Topics {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *controller.Topic) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func rackPtr(rack string) *string {
+	if rack == "" {
+		return nil
+	}
+	return &rack
+}
+
+// offlineReplicas lists the replicas of a partition whose broker is fenced
+// or unknown.
+func offlineReplicas(img *controller.Image, mp *controller.Partition) []int32 {
+	out := []int32{}
+	for _, r := range mp.Replicas {
+		if br, ok := img.Brokers[r]; !ok || br.Fenced {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/logstore"
+)
+
+// dynamicBrokerConfigs returns the dynamic broker configs stored in metadata
+// for this node and for the whole cluster.
+func (b *Broker) dynamicBrokerConfigs(img *controller.Image) (perBroker, clusterDefault map[string]string) {
+	if img == nil {
+		return nil, nil
+	}
+	return img.BrokerConfigs[strconv.Itoa(int(b.cfg.NodeID))], img.BrokerConfigs[""]
+}
+
+// effectiveTopicConfig is every topic config key with the value in force for
+// topic t: set on the topic, else the dynamic or static broker default.
+func (b *Broker) effectiveTopicConfig(img *controller.Image, t *controller.Topic) map[string]string {
+	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
+	return b.cfg.EffectiveTopicConfig(t.Configs, perBroker, clusterDefault)
+}
+
+// logConfig builds the log's settings from the topic's effective config.
+func (b *Broker) logConfig(img *controller.Image, t *controller.Topic) (logstore.Config, error) {
+	eff := b.effectiveTopicConfig(img, t)
+	cfg := logstore.DefaultConfig()
+	var errs []error
+	i64 := func(key string, dst *int64) {
+		if v, ok := eff[key]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+				return
+			}
+			*dst = n
+		}
+	}
+	i32 := func(key string, dst *int32) {
+		var n int64 = int64(*dst)
+		i64(key, &n)
+		*dst = int32(n)
+	}
+	i64("segment.bytes", &cfg.SegmentBytes)
+	i64("segment.ms", &cfg.SegmentMs)
+	i64("retention.ms", &cfg.RetentionMs)
+	i64("retention.bytes", &cfg.RetentionBytes)
+	i32("index.interval.bytes", &cfg.IndexIntervalBytes)
+	i32("segment.index.bytes", &cfg.SegmentIndexBytes)
+	i64("file.delete.delay.ms", &cfg.FileDeleteDelayMs)
+	i32("max.message.bytes", &cfg.MaxMessageBytes)
+	cfg.LogAppendTime = eff["message.timestamp.type"] == "LogAppendTime"
+	return cfg, errors.Join(errs...)
+}
+
+// minInsyncReplicas is the topic's min.insync.replicas.
+func (b *Broker) minInsyncReplicas(img *controller.Image, t *controller.Topic) int {
+	eff := b.effectiveTopicConfig(img, t)
+	n, err := strconv.Atoi(eff["min.insync.replicas"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}

@@ -1,0 +1,227 @@
+package controller
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// Image is the cluster metadata as of one applied raft index. An Image is
+// immutable once published: the FSM builds the next image copy-on-write and
+// swaps a pointer, so readers (request handlers, the broker's reconciler) can
+// hold one without locks and never see a half-applied command. Callers must
+// never modify an Image or anything reachable from it.
+type Image struct {
+	// Index is the raft index of the last command applied to this image.
+	Index uint64
+	// ClusterID is Kafka's cluster id (22 base64url characters); empty until
+	// the first InitCluster command is applied.
+	ClusterID string
+	// Brokers holds every registered broker by node id.
+	Brokers map[int32]*Broker
+	// Topics and TopicsByID index the same *Topic values by name and by id.
+	Topics     map[string]*Topic
+	TopicsByID map[[16]byte]*Topic
+	// BrokerConfigs holds dynamic broker configs: key "" is the cluster-wide
+	// default, "<id>" the per-broker override. Only explicitly set keys appear.
+	BrokerConfigs map[string]map[string]string
+	// NextProducerID is the first producer id not yet handed out in a
+	// block; producer ids are unique cluster-wide.
+	NextProducerID int64
+}
+
+// Broker is one registered broker: its Kafka endpoint and liveness.
+type Broker struct {
+	ID     int32  `json:"id"`
+	Host   string `json:"host"`
+	Port   int32  `json:"port"`
+	Rack   string `json:"rack,omitempty"`
+	Fenced bool   `json:"fenced,omitempty"`
+	// Epoch is the raft index of the broker's latest registration, so it
+	// grows with every re-registration as Kafka's broker epoch does (KIP-631
+	// uses the offset of the registration record).
+	Epoch int64 `json:"epoch"`
+	// Incarnation is a random id chosen by the broker process that
+	// registered; a new one with the same node id means a restarted process.
+	Incarnation [16]byte `json:"incarnation"`
+}
+
+// Topic is one topic and its partitions.
+type Topic struct {
+	Name     string   `json:"name"`
+	ID       [16]byte `json:"id"`
+	Internal bool     `json:"internal,omitempty"`
+	// Partitions is indexed by partition number: Partitions[i].Partition == i.
+	Partitions []*Partition `json:"partitions"`
+	// Configs holds only the explicitly set topic configs; defaults are the
+	// broker's business, so changing a default never rewrites every topic.
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
+// Partition is one partition's replica set and leadership, Kafka's
+// PartitionRecord / PartitionChangeRecord state.
+type Partition struct {
+	Partition int32 `json:"partition"`
+	// Replicas is the assigned replica list (AR); Replicas[0] is the
+	// preferred leader.
+	Replicas []int32 `json:"replicas"`
+	ISR      []int32 `json:"isr"`
+	// Leader is the leading broker id, or -1 when the partition is offline.
+	Leader int32 `json:"leader"`
+	// LeaderEpoch grows on every leader change; PartitionEpoch on every
+	// change of the partition at all (replicas, ISR, leader), which is what
+	// AlterPartition requests are checked against.
+	LeaderEpoch    int32 `json:"leaderEpoch"`
+	PartitionEpoch int32 `json:"partitionEpoch"`
+}
+
+// emptyImage returns the image of a cluster that has applied nothing.
+func emptyImage() *Image {
+	return &Image{
+		Brokers:       map[int32]*Broker{},
+		Topics:        map[string]*Topic{},
+		TopicsByID:    map[[16]byte]*Topic{},
+		BrokerConfigs: map[string]map[string]string{},
+	}
+}
+
+// UnfencedBrokers returns the ids of the brokers that may host new replicas,
+// in ascending order.
+func (img *Image) UnfencedBrokers() []int32 {
+	var ids []int32
+	for id, b := range img.Brokers {
+		if !b.Fenced {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// BrokerConfig returns the dynamic config set for one broker resource name
+// ("" cluster default, "<id>" one broker); nil if none is set.
+func (img *Image) BrokerConfig(name string) map[string]string {
+	return img.BrokerConfigs[name]
+}
+
+// brokerConfigName is the BrokerConfigs key of broker id.
+func brokerConfigName(id int32) string { return strconv.FormatInt(int64(id), 10) }
+
+// imageBuilder produces the next image from a base copy-on-write: the
+// top-level maps are copied the first time a command changes them, and a
+// changed topic or broker is replaced by a new value, never modified, because
+// the base image may still be held by readers.
+type imageBuilder struct {
+	base *Image
+	next *Image
+
+	brokersCopied bool
+	topicsCopied  bool
+	configsCopied bool
+}
+
+func newImageBuilder(base *Image) *imageBuilder {
+	next := *base
+	return &imageBuilder{base: base, next: &next}
+}
+
+// brokers returns the next image's broker map, safe to modify.
+func (b *imageBuilder) brokers() map[int32]*Broker {
+	if !b.brokersCopied {
+		b.next.Brokers = maps.Clone(b.base.Brokers)
+		b.brokersCopied = true
+	}
+	return b.next.Brokers
+}
+
+// putTopic adds or replaces a topic in both topic indexes.
+func (b *imageBuilder) putTopic(t *Topic) {
+	b.copyTopics()
+	b.next.Topics[t.Name] = t
+	b.next.TopicsByID[t.ID] = t
+}
+
+// removeTopic drops a topic from both topic indexes.
+func (b *imageBuilder) removeTopic(t *Topic) {
+	b.copyTopics()
+	delete(b.next.Topics, t.Name)
+	delete(b.next.TopicsByID, t.ID)
+}
+
+func (b *imageBuilder) copyTopics() {
+	if !b.topicsCopied {
+		b.next.Topics = maps.Clone(b.base.Topics)
+		b.next.TopicsByID = maps.Clone(b.base.TopicsByID)
+		b.topicsCopied = true
+	}
+}
+
+// setBrokerConfig replaces one broker resource's config set; an empty set
+// removes the resource so the image holds only what was explicitly set.
+func (b *imageBuilder) setBrokerConfig(name string, configs map[string]string) {
+	if !b.configsCopied {
+		b.next.BrokerConfigs = maps.Clone(b.base.BrokerConfigs)
+		b.configsCopied = true
+	}
+	if len(configs) == 0 {
+		delete(b.next.BrokerConfigs, name)
+		return
+	}
+	b.next.BrokerConfigs[name] = configs
+}
+
+// imageSnapshotVersion is the format version of an encoded image snapshot.
+// Frozen: bump it, and keep decoding the old one, if the shape changes.
+const imageSnapshotVersion = 1
+
+// imageSnapshot is the JSON shape of a whole image in a raft snapshot. Slices
+// sorted by key keep snapshots of equal images byte-identical, which makes
+// them easy to compare in tests and when debugging.
+type imageSnapshot struct {
+	Version        int                          `json:"version"`
+	Index          uint64                       `json:"index"`
+	ClusterID      string                       `json:"clusterId"`
+	Brokers        []*Broker                    `json:"brokers"`
+	Topics         []*Topic                     `json:"topics"`
+	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	NextProducerID int64                        `json:"nextProducerId,omitempty"`
+}
+
+func snapshotOf(img *Image) *imageSnapshot {
+	s := &imageSnapshot{
+		Version:        imageSnapshotVersion,
+		Index:          img.Index,
+		ClusterID:      img.ClusterID,
+		BrokerConfigs:  img.BrokerConfigs,
+		NextProducerID: img.NextProducerID,
+	}
+	for _, b := range img.Brokers {
+		s.Brokers = append(s.Brokers, b)
+	}
+	sort.Slice(s.Brokers, func(i, j int) bool { return s.Brokers[i].ID < s.Brokers[j].ID })
+	for _, t := range img.Topics {
+		s.Topics = append(s.Topics, t)
+	}
+	sort.Slice(s.Topics, func(i, j int) bool { return s.Topics[i].Name < s.Topics[j].Name })
+	return s
+}
+
+// image rebuilds the indexes of a decoded snapshot.
+func (s *imageSnapshot) image() *Image {
+	img := emptyImage()
+	img.Index = s.Index
+	img.ClusterID = s.ClusterID
+	img.NextProducerID = s.NextProducerID
+	for _, b := range s.Brokers {
+		img.Brokers[b.ID] = b
+	}
+	for _, t := range s.Topics {
+		img.Topics[t.Name] = t
+		img.TopicsByID[t.ID] = t
+	}
+	for name, cfg := range s.BrokerConfigs {
+		img.BrokerConfigs[name] = cfg
+	}
+	return img
+}

@@ -1,0 +1,417 @@
+package logstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configures a Dir. The zero value uses the OS filesystem, the
+// wall clock and slog.Default().
+type Options struct {
+	FS     FS
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Dir is one log directory (Kafka's log.dirs entry): the partition
+// directories in it plus the per-directory checkpoint files. While open it
+// holds an flock on .lock so two brokers cannot share it.
+type Dir struct {
+	path     string
+	fsys     FS
+	now      func() time.Time
+	logger   *slog.Logger
+	lock     io.Closer
+	hadClean bool
+
+	ckMu sync.Mutex // serializes checkpoint writes; first in the lock order
+
+	mu     sync.Mutex
+	logs   map[TopicPartition]*Log
+	closed bool
+	stats  RecoveryStats
+	// Last known checkpoint values, including partitions not opened yet,
+	// so a checkpoint written before they are opened does not lose them.
+	recoveryPoints  map[TopicPartition]int64
+	highWatermarks  map[TopicPartition]int64
+	logStartOffsets map[TopicPartition]int64
+}
+
+// OpenDir opens (creating if needed) a log directory: it checks that it is
+// writable, locks it, reads the three checkpoint files, notes whether the
+// last shutdown was clean and removes the marker (so a crash from now on is
+// seen as unclean), and removes partition directories whose deletion was
+// interrupted.
+func OpenDir(path string, opts Options) (*Dir, error) {
+	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger,
+		logs: make(map[TopicPartition]*Log)}
+	if d.fsys == nil {
+		d.fsys = OSFS{}
+	}
+	if d.logger == nil {
+		d.logger = slog.Default()
+	}
+	if err := d.fsys.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: create log dir: %v", ErrKafkaStorage, err)
+	}
+	probe := filepath.Join(path, ".sluice-write-probe")
+	f, err := d.fsys.OpenFile(probe, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w: log dir %s not writable: %v", ErrKafkaStorage, path, err)
+	}
+	f.Close()
+	d.fsys.Remove(probe)
+	if d.lock, err = d.fsys.Lock(filepath.Join(path, lockFileName)); err != nil {
+		if errors.Is(err, ErrDirLocked) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: lock %s: %v", ErrKafkaStorage, path, err)
+	}
+	fail := func(err error) (*Dir, error) {
+		d.lock.Close()
+		return nil, fmt.Errorf("%w: open log dir %s: %v", ErrKafkaStorage, path, err)
+	}
+	if d.recoveryPoints, err = readOffsetCheckpoint(d.fsys, filepath.Join(path, recoveryPointFile)); err != nil {
+		return fail(err)
+	}
+	if d.highWatermarks, err = readOffsetCheckpoint(d.fsys, filepath.Join(path, replicationFile)); err != nil {
+		return fail(err)
+	}
+	if d.logStartOffsets, err = readOffsetCheckpoint(d.fsys, filepath.Join(path, logStartOffsetFile)); err != nil {
+		return fail(err)
+	}
+	marker := filepath.Join(path, cleanShutdownFile)
+	if _, err := d.fsys.Stat(marker); err == nil {
+		d.hadClean = true
+		if err := d.fsys.Remove(marker); err != nil {
+			return fail(err)
+		}
+		if err := syncDir(d.fsys, path); err != nil {
+			return fail(err)
+		}
+	}
+	entries, err := d.fsys.ReadDir(path)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), "-delete") {
+			if err := d.fsys.RemoveAll(filepath.Join(path, e.Name())); err != nil {
+				d.logger.Warn("logstore: cannot remove deleted partition dir", "dir", e.Name(), "err", err)
+			}
+		}
+	}
+	return d, nil
+}
+
+// Path is the directory's path.
+func (d *Dir) Path() string { return d.path }
+
+// HadCleanShutdown reports whether the previous process closed the
+// directory with Close (the .kafka_cleanshutdown marker was present).
+func (d *Dir) HadCleanShutdown() bool { return d.hadClean }
+
+// RecoveryStats returns the recovery work done by Open since OpenDir.
+func (d *Dir) RecoveryStats() RecoveryStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// parsePartitionDir parses "<topic>-<partition>". Names that do not parse
+// (including "<tp>.<uuid>-delete", "-future" and "-stray" directories) and
+// the controller's __cluster_metadata-0 are not partitions of this package.
+func parsePartitionDir(name string) (TopicPartition, bool) {
+	if name == clusterMetadataDirTP {
+		return TopicPartition{}, false
+	}
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	topic := name[:i]
+	for _, c := range topic {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return TopicPartition{}, false
+		}
+	}
+	return TopicPartition{Topic: topic, Partition: int32(p)}, true
+}
+
+// Partitions lists the partition directories on disk, sorted.
+func (d *Dir) Partitions() []TopicPartition {
+	entries, err := d.fsys.ReadDir(d.path)
+	if err != nil {
+		d.logger.Error("logstore: list log dir", "dir", d.path, "err", err)
+		return nil
+	}
+	var out []TopicPartition
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if tp, ok := parsePartitionDir(e.Name()); ok {
+			out = append(out, tp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// Open opens the log of tp, creating it if it does not exist; opening an
+// open log returns it. If the previous shutdown was not clean the log is
+// recovered first (see openLog). Opening an open log does not change its
+// configuration; use Log.SetConfig. A zero topicID adopts the id stored in
+// partition.metadata; a different stored id is ErrInconsistentTopicID.
+// Recovery runs under the Dir's lock, so Opens are serialized.
+func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
+	if _, ok := parsePartitionDir(tp.String()); !ok {
+		return nil, fmt.Errorf("logstore: invalid partition name %q", tp.String())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrLogClosed
+	}
+	var zero [16]byte
+	if l := d.logs[tp]; l != nil {
+		if topicID != zero && topicID != l.topicID {
+			return nil, fmt.Errorf("%w: %s is open with topic id %s", ErrInconsistentTopicID, tp, formatTopicID(l.topicID))
+		}
+		return l, nil
+	}
+	l, stats, err := openLog(logOpenParams{dir: d, tp: tp, topicID: topicID, cfg: cfg,
+		recoveryPoint: d.recoveryPoints[tp], logStart: d.logStartOffsets[tp], clean: d.hadClean})
+	d.stats.SegmentsScanned += stats.SegmentsScanned
+	d.stats.BytesTruncated += stats.BytesTruncated
+	if err != nil {
+		return nil, err
+	}
+	l.onLogStartChange = d.checkpointLogStartOffsets
+	d.logs[tp] = l
+	return l, nil
+}
+
+// Log returns the open log of tp, or nil.
+func (d *Dir) Log(tp TopicPartition) *Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs[tp]
+}
+
+func (d *Dir) openLogs() map[TopicPartition]*Log {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[TopicPartition]*Log, len(d.logs))
+	for tp, l := range d.logs {
+		out[tp] = l
+	}
+	return out
+}
+
+// Remove deletes a partition: its log is closed, its directory renamed to
+// "<topic>-<partition>.<uuid>-delete" (so a crash mid-removal cannot leave
+// a half-deleted partition that looks alive) and then removed.
+func (d *Dir) Remove(tp TopicPartition) error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	d.mu.Lock()
+	l := d.logs[tp]
+	delete(d.logs, tp)
+	delete(d.recoveryPoints, tp)
+	delete(d.highWatermarks, tp)
+	delete(d.logStartOffsets, tp)
+	d.mu.Unlock()
+	if l != nil {
+		if err := l.Close(); err != nil && !errors.Is(err, ErrLogClosed) {
+			d.logger.Warn("logstore: close before delete", "partition", tp.String(), "err", err)
+		}
+	}
+	src := filepath.Join(d.path, tp.String())
+	if _, err := d.fsys.Stat(src); err != nil {
+		if isNotExist(err) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
+	}
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	dst := filepath.Join(d.path, fmt.Sprintf("%s.%s-delete", tp, hex.EncodeToString(u[:])))
+	if err := d.fsys.Rename(src, dst); err != nil {
+		return fmt.Errorf("%w: rename for delete: %v", ErrKafkaStorage, err)
+	}
+	if err := syncDir(d.fsys, d.path); err != nil {
+		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
+	}
+	if err := d.fsys.RemoveAll(dst); err != nil {
+		return fmt.Errorf("%w: remove %s: %v", ErrKafkaStorage, dst, err)
+	}
+	return nil
+}
+
+// Checkpoint flushes every open log (advancing its recovery point) and
+// writes the three checkpoint files: recovery points, the given high
+// watermarks (partitions missing from the map keep their last
+// checkpointed value) and log start offsets.
+func (d *Dir) Checkpoint(highWatermarks map[TopicPartition]int64) error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	return d.checkpointLocked(highWatermarks)
+}
+
+// checkpointLocked: Lock should be held (ckMu).
+func (d *Dir) checkpointLocked(highWatermarks map[TopicPartition]int64) error {
+	logs := d.openLogs()
+	var errs []error
+	for _, l := range logs {
+		if err := l.Flush(); err != nil && !errors.Is(err, ErrLogClosed) {
+			errs = append(errs, err)
+		}
+	}
+	d.mu.Lock()
+	for tp, l := range logs {
+		d.recoveryPoints[tp] = l.RecoveryPoint()
+		d.logStartOffsets[tp] = l.LogStartOffset()
+		if hw, ok := highWatermarks[tp]; ok {
+			d.highWatermarks[tp] = hw
+		}
+	}
+	rp, hw, ls := cloneOffsets(d.recoveryPoints), cloneOffsets(d.highWatermarks), cloneOffsets(d.logStartOffsets)
+	d.mu.Unlock()
+	errs = append(errs,
+		writeOffsetCheckpoint(d.fsys, filepath.Join(d.path, recoveryPointFile), rp),
+		writeOffsetCheckpoint(d.fsys, filepath.Join(d.path, replicationFile), hw),
+		writeOffsetCheckpoint(d.fsys, filepath.Join(d.path, logStartOffsetFile), ls))
+	if err := errors.Join(errs...); err != nil {
+		if errors.Is(err, ErrKafkaStorage) {
+			return err
+		}
+		return fmt.Errorf("%w: checkpoint: %v", ErrKafkaStorage, err)
+	}
+	return nil
+}
+
+// checkpointLogStartOffsets writes log-start-offset-checkpoint alone; Logs
+// call it after DeleteRecordsBefore so the new start survives a crash.
+func (d *Dir) checkpointLogStartOffsets() error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	logs := d.openLogs()
+	d.mu.Lock()
+	for tp, l := range logs {
+		d.logStartOffsets[tp] = l.LogStartOffset()
+	}
+	ls := cloneOffsets(d.logStartOffsets)
+	d.mu.Unlock()
+	return writeOffsetCheckpoint(d.fsys, filepath.Join(d.path, logStartOffsetFile), ls)
+}
+
+func cloneOffsets(m map[TopicPartition]int64) map[TopicPartition]int64 {
+	out := make(map[TopicPartition]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// CheckpointedHighWatermark returns the high watermark last checkpointed
+// for tp (read at OpenDir or written by Checkpoint).
+func (d *Dir) CheckpointedHighWatermark(tp TopicPartition) (int64, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hw, ok := d.highWatermarks[tp]
+	return hw, ok
+}
+
+// Maintain runs retention on every open log (highWatermark gives each
+// log's high watermark; segments at or above it are kept), removes
+// *.deleted files older than file.delete.delay.ms, and checkpoints log
+// start offsets if retention moved any. The broker calls it periodically
+// (log.retention.check.interval.ms).
+func (d *Dir) Maintain(now time.Time, highWatermark func(TopicPartition) int64) error {
+	var errs []error
+	moved := false
+	for tp, l := range d.openLogs() {
+		n, err := l.retain(now, highWatermark(tp))
+		if err != nil && !errors.Is(err, ErrLogClosed) {
+			errs = append(errs, err)
+		}
+		moved = moved || n > 0
+		if err := l.removeExpiredDeletes(now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if moved {
+		if err := d.checkpointLogStartOffsets(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %v", ErrKafkaStorage, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close flushes and closes every log, writes the checkpoints and the
+// clean-shutdown marker (only if all of that succeeded, so the next start
+// recovers otherwise) and releases the lock.
+func (d *Dir) Close(highWatermarks map[TopicPartition]int64) error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrLogClosed
+	}
+	d.closed = true
+	d.mu.Unlock()
+	err := d.checkpointLocked(highWatermarks)
+	for _, l := range d.openLogs() {
+		if cerr := l.Close(); cerr != nil && !errors.Is(cerr, ErrLogClosed) {
+			err = errors.Join(err, cerr)
+		}
+	}
+	if err == nil {
+		err = writeFileAtomic(d.fsys, filepath.Join(d.path, cleanShutdownFile), nil)
+	}
+	return errors.Join(err, d.lock.Close())
+}
+
+// Abandon releases the directory the way a killed process would: every
+// file is closed and the lock released, but nothing is flushed or
+// checkpointed and no clean-shutdown marker is written, so the next
+// OpenDir sees an unclean shutdown and recovers. Data already handed to the
+// OS stays, exactly as after kill -9. It exists for in-process tests that
+// kill and restart a broker; later calls on the Dir or its logs return
+// ErrLogClosed.
+func (d *Dir) Abandon() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	logs := d.logs
+	d.mu.Unlock()
+	for _, l := range logs {
+		l.abandon()
+	}
+	d.lock.Close()
+}

@@ -1,0 +1,116 @@
+// Package logstore keeps a partition's log on disk in Apache Kafka's
+// on-disk format, so Kafka's own tools (kafka-dump-log.sh) read sluice's
+// files and the other way round.
+//
+// # Layout
+//
+//	<log dir>/
+//	  .lock                              flock held while a Dir is open
+//	  .kafka_cleanshutdown               present only after Dir.Close
+//	  recovery-point-offset-checkpoint   offsets below which data was fsynced
+//	  replication-offset-checkpoint      high watermarks
+//	  log-start-offset-checkpoint        log start offsets (DeleteRecords)
+//	  __cluster_metadata-0/              the controller's; ignored here
+//	  orders-3/                          one directory per partition
+//	    00000000000000000000.log         record batches
+//	    00000000000000000000.index       sparse offset index
+//	    00000000000000000000.timeindex   time index
+//	    00000000000000004711.log         next segment, named by its base offset
+//	    ...
+//	    leader-epoch-checkpoint
+//	    partition.metadata
+//	  orders-4.<32 hex>-delete/          a partition being removed
+//
+// Files of deleted segments are renamed *.deleted and removed
+// file.delete.delay.ms later (or at the next open).
+//
+// # Record batch (magic v2), as stored in .log files
+//
+// Big-endian. Stored byte for byte as the producer sent it, except that the
+// leader sets baseOffset and partitionLeaderEpoch (neither is covered by
+// the CRC) and, for LogAppendTime topics, the timestamp-type bit of
+// attributes and maxTimestamp (then the CRC is recomputed).
+//
+//	 0                   8          12                   16  17         21
+//	+-------------------+----------+--------------------+---+----------+
+//	| baseOffset int64  | length   | partitionLeader-   |mag| crc      |
+//	|                   | int32    | Epoch int32        | 2 | uint32   |
+//	+-------------------+----------+--------------------+---+----------+
+//	 21      23                27                 35                 43
+//	+-------+-----------------+------------------+------------------+
+//	| attrs | lastOffsetDelta | baseTimestamp    | maxTimestamp     |
+//	| int16 | int32           | int64            | int64            |
+//	+-------+-----------------+------------------+------------------+
+//	 43                 51      53              57           61
+//	+------------------+-------+---------------+------------+-------...
+//	| producerId int64 | epoch | baseSequence  | recordCount| records
+//	|                  | int16 | int32         | int32      | (maybe compressed)
+//	+------------------+-------+---------------+------------+-------...
+//
+//	length = bytes after the length field (total size - 12)
+//	crc    = CRC-32C (Castagnoli) of bytes 21..end
+//	attrs  = bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
+//	         bit 3 timestamp type (1 = LogAppendTime), bit 4 transactional,
+//	         bit 5 control batch
+//
+// # Offset index (.index)
+//
+// Sparse: one entry when more than index.interval.bytes were appended since
+// the previous one. The offset is the last offset of the batch starting at
+// the position. Entries are appended; the file is never preallocated.
+//
+//	+----------------------------+-------------------------+
+//	| relativeOffset int32       | position int32          |  x N
+//	| (lastOffset - baseOffset)  | (byte offset in .log)   |
+//	+----------------------------+-------------------------+
+//
+// # Time index (.timeindex)
+//
+// An entry whenever an offset-index entry is written and the segment's max
+// timestamp has grown since the last time-index entry, plus a final entry
+// when the segment is rolled or closed.
+//
+//	+---------------------------+-----------------------------+
+//	| timestamp int64           | relativeOffset int32        |  x N
+//	| (max timestamp so far)    | (last offset of the batch   |
+//	|                           |  that reached it)           |
+//	+---------------------------+-----------------------------+
+//
+// # Text files
+//
+//	offset checkpoints      leader-epoch-checkpoint   partition.metadata
+//	0                       0                         version: 0
+//	<count>                 <count>                   topic_id: <22 chars>
+//	<topic> <part> <offset> <epoch> <startOffset>
+//	...                     ...
+//
+// The topic id is URL-safe base64 without padding, as Kafka prints a Uuid;
+// partition.metadata has no trailing newline, as Kafka writes it. Every
+// text file is written to <name>.tmp, fsynced and renamed over <name>.
+//
+// # Durability
+//
+// Appends write to the OS page cache and do not fsync, as in Kafka:
+// acknowledged data survives a crash of the process, and replication
+// covers the loss of a machine. Log.Flush and Dir.Checkpoint fsync and
+// advance the recovery point. After a crash (no clean-shutdown marker),
+// Dir.Open reads every batch from the segment holding the recovery point
+// on, checks it, cuts the log at the first torn or corrupt batch and
+// rebuilds the indexes and the leader-epoch cache.
+//
+// # Concurrency
+//
+// A Log serializes writers and lets readers run alongside them; see the
+// lock order at the top of log.go. Reads resolve to a (file, position,
+// size) range before copying, so a sendfile path can be added without
+// changing the locking.
+//
+// # Not implemented yet
+//
+// Log compaction (cleanup.policy=compact), producer-state snapshots
+// (idempotence and transactions after a restart), per-record validation of
+// produced batches (Kafka decompresses and checks every record; sluice
+// checks batch headers and CRCs only), timestamp-difference checks
+// (message.timestamp.*.max.ms), parallel recovery of partitions and
+// segment.jitter.ms.
+package logstore

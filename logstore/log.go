@@ -1,0 +1,337 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Lock order (take left before right, never the reverse):
+//
+//	Dir.ckMu → Dir.mu → Log.appendMu → Log.segsMu → epochCache.mu
+//
+// Log.appendMu serializes everything that changes the log: appends, rolls,
+// truncation, retention, DeleteRecordsBefore, Flush, SetConfig and Close.
+// Log.segsMu guards the segment list, the offsets and each segment's
+// published state; it is held only for short in-memory work (plus index
+// writes of a few bytes), never during a log-file write or read, so reads
+// run concurrently with appends. The one exception is TruncateTo, which
+// rescans the truncated segment with segsMu held: followers truncate
+// rarely, and readers must not see the segment half rebuilt. Fields guarded by segsMu are only written
+// with appendMu also held, so a holder of appendMu may read them without
+// segsMu. A Log never calls back into its Dir while holding appendMu
+// (see DeleteRecordsBefore).
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Config is the per-topic log configuration, named after Kafka's topic
+// configs. A zero or negative size/interval falls back to the default.
+type Config struct {
+	SegmentBytes       int64 // segment.bytes
+	SegmentMs          int64 // segment.ms
+	RetentionMs        int64 // retention.ms; -1 = unlimited
+	RetentionBytes     int64 // retention.bytes; -1 = unlimited
+	IndexIntervalBytes int32 // index.interval.bytes
+	SegmentIndexBytes  int32 // segment.index.bytes
+	FileDeleteDelayMs  int64 // file.delete.delay.ms
+	MaxMessageBytes    int32 // max.message.bytes
+	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 60 * 60 * 1000,
+		RetentionMs:        7 * 24 * 60 * 60 * 1000,
+		RetentionBytes:     -1,
+		IndexIntervalBytes: 4096,
+		SegmentIndexBytes:  10 << 20,
+		FileDeleteDelayMs:  60000,
+		MaxMessageBytes:    1048588,
+	}
+}
+
+func (c Config) normalized() Config {
+	d := DefaultConfig()
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.IndexIntervalBytes < 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.SegmentIndexBytes <= 0 {
+		c.SegmentIndexBytes = d.SegmentIndexBytes
+	}
+	if c.FileDeleteDelayMs < 0 {
+		c.FileDeleteDelayMs = 0
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	return c
+}
+
+// SegmentInfo describes one segment, oldest first in Log.Segments.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64 // offset after the segment's last batch
+	Size         int64 // bytes in the .log file
+	MaxTimestamp int64 // -1 if no batch has a timestamp
+	IndexEntries int
+}
+
+// Log is one partition's log. It is safe for concurrent use.
+type Log struct {
+	tp      TopicPartition
+	topicID [16]byte
+	path    string
+	fsys    FS
+	now     func() time.Time
+	logger  *slog.Logger
+	epochs  *epochCache
+
+	// onLogStartChange persists the log start offset (the Dir's
+	// log-start-offset checkpoint). Called without Log locks held.
+	onLogStartChange func() error
+
+	appendMu       sync.Mutex
+	writeErr       error           // sticky; guarded by appendMu
+	pendingDeletes []pendingDelete // guarded by appendMu
+
+	segsMu        sync.RWMutex
+	segments      []*segment // oldest first; the last is the active segment
+	logStart      int64
+	logEnd        int64
+	recoveryPoint int64
+	cfg           Config
+	closed        bool
+}
+
+// pendingDelete is a segment renamed to *.deleted, removed after
+// file.delete.delay.ms so in-flight reads of it can finish.
+type pendingDelete struct {
+	seg *segment
+	at  time.Time
+}
+
+// fail remembers a write error so every later write returns it: after a
+// failed write the files may hold a partial batch, and only recovery at the
+// next open can tell. Lock should be held (appendMu).
+func (l *Log) fail(op string, err error) error {
+	if errors.Is(err, ErrKafkaStorage) {
+		return err
+	}
+	werr := fmt.Errorf("%w: %s %s: %v", ErrKafkaStorage, op, l.tp, err)
+	if l.writeErr == nil {
+		l.writeErr = werr
+		l.logger.Error("logstore: write failed, partition log is read-only until reopened", "partition", l.tp.String(), "op", op, "err", err)
+	}
+	return werr
+}
+
+// writableLocked returns why the log cannot be written, if it cannot.
+// Lock should be held (appendMu).
+func (l *Log) writableLocked() error {
+	if l.closed {
+		return ErrLogClosed
+	}
+	return l.writeErr
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// floorSegment returns the index of the segment holding offset: the last
+// one whose base offset is <= offset. Lock should be held (segsMu, either).
+func (l *Log) floorSegment(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
+}
+
+// LogStartOffset is the first offset a consumer may read.
+func (l *Log) LogStartOffset() int64 {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	return l.logStart
+}
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	return l.logEnd
+}
+
+// Size is the total size of the .log files.
+func (l *Log) Size() int64 {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// TopicID is the id written in partition.metadata.
+func (l *Log) TopicID() [16]byte { return l.topicID }
+
+// TopicPartition is the partition this log belongs to.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Config returns the current configuration.
+func (l *Log) Config() Config {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	return l.cfg
+}
+
+// SetConfig changes the configuration (a topic config update). It applies
+// to the next append and the next retention pass; existing segments keep
+// their size.
+func (l *Log) SetConfig(cfg Config) {
+	cfg = cfg.normalized()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.segsMu.Lock()
+	defer l.segsMu.Unlock()
+	l.cfg = cfg
+	a := l.active()
+	a.index.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, offsetIndexEntrySize)
+	a.timeIndex.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, timeIndexEntrySize)
+}
+
+// Segments describes the segments, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	out := make([]SegmentInfo, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.nextOffset, Size: s.size,
+			MaxTimestamp: s.maxTimestamp, IndexEntries: len(s.index.entries)}
+	}
+	return out
+}
+
+// RecoveryPoint is the offset below which everything is known to be on
+// stable storage.
+func (l *Log) RecoveryPoint() int64 {
+	l.segsMu.RLock()
+	defer l.segsMu.RUnlock()
+	return l.recoveryPoint
+}
+
+// LatestEpoch is the newest leader epoch in the epoch cache, -1 if none.
+func (l *Log) LatestEpoch() int32 { return l.epochs.latest() }
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch; see epochCache.endOffsetFor.
+func (l *Log) EndOffsetForEpoch(epoch int32) (leaderEpoch int32, endOffset int64) {
+	return l.epochs.endOffsetFor(epoch, l.LogEndOffset())
+}
+
+// Flush fsyncs every segment that may hold data above the recovery point
+// and advances the recovery point to the log end offset. Appends do not
+// fsync: like Kafka, sluice relies on the page cache and replication, and a
+// killed process loses nothing that reached the OS.
+func (l *Log) Flush() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return ErrLogClosed
+	}
+	return l.flushLocked()
+}
+
+// flushLocked: Lock should be held (appendMu).
+func (l *Log) flushLocked() error {
+	end := l.logEnd
+	if end == l.recoveryPoint {
+		return nil
+	}
+	for _, s := range l.segments[l.floorSegment(l.recoveryPoint):] {
+		if err := s.sync(); err != nil {
+			return l.fail("flush", err)
+		}
+	}
+	l.segsMu.Lock()
+	l.recoveryPoint = end
+	l.segsMu.Unlock()
+	return nil
+}
+
+// Close flushes and closes the log's files. Later calls return ErrLogClosed.
+// If a write had failed, Close still closes the files and returns that error.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return ErrLogClosed
+	}
+	var errs []error
+	if l.writeErr == nil {
+		l.segsMu.Lock()
+		err := l.active().finalize()
+		l.segsMu.Unlock()
+		if err != nil {
+			errs = append(errs, l.fail("close", err))
+		} else if err := l.flushLocked(); err != nil {
+			errs = append(errs, err)
+		} else if err := l.active().sync(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.segsMu.Lock()
+	l.closed = true
+	l.segsMu.Unlock()
+	for _, s := range l.segments {
+		errs = append(errs, s.close())
+	}
+	for _, p := range l.pendingDeletes {
+		errs = append(errs, p.seg.close())
+	}
+	l.pendingDeletes = nil
+	// A log that failed a write must be recovered at the next open, so its
+	// error fails the Dir's Close and no clean-shutdown marker is written.
+	errs = append(errs, l.writeErr)
+	return errors.Join(errs...)
+}
+
+// abandon closes the files without flushing or finalizing anything
+// (see Dir.Abandon).
+func (l *Log) abandon() {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.segsMu.Lock()
+	defer l.segsMu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	for _, s := range l.segments {
+		s.close()
+	}
+	for _, p := range l.pendingDeletes {
+		p.seg.close()
+	}
+	l.pendingDeletes = nil
+}
+
+// EpochForOffset returns the leader epoch that wrote offset according to
+// the epoch cache (the epoch ListOffsets reports with a found offset), or
+// -1 if the cache has none.
+func (l *Log) EpochForOffset(offset int64) int32 { return l.epochs.epochFor(offset) }

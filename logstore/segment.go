@@ -1,0 +1,305 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File name suffixes (frozen: Kafka's names).
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	deletedSuffix   = ".deleted"
+)
+
+// segmentName is the 20-digit zero-padded base offset Kafka names files by.
+func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+
+// segment is one .log file with its .index and .timeindex.
+//
+// Concurrency: the fields below the files are written only by the Log's
+// writer (appendMu held) and, for readers, under segsMu held for writing; a
+// reader takes segsMu for reading, copies what it needs (size, index
+// position) and then reads the file without any lock: bytes below a
+// published size never change until the segment is truncated or deleted.
+type segment struct {
+	base      int64
+	dir       string
+	log       File
+	index     *offsetIndex
+	timeIndex *timeIndex
+
+	size                 int64 // committed bytes of the .log file
+	nextOffset           int64 // offset after the last batch; base when empty
+	maxTimestamp         int64 // largest batch max timestamp, -1 if none
+	offsetOfMaxTimestamp int64 // last offset of the batch holding maxTimestamp
+	rollTimestamp        int64 // max timestamp of the first batch, -1 if none (segment.ms)
+	created              time.Time
+	lastModified         time.Time
+	bytesSinceIndexEntry int64
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, segmentName(s.base)+suffix)
+}
+
+// openSegment opens (creating if needed) the three files of a segment. It
+// does not read them; see loadClean and rebuild.
+func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*segment, error) {
+	s := &segment{base: base, dir: dir, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
+		rollTimestamp: -1, created: now, lastModified: now}
+	var err error
+	if s.log, err = fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, err
+	}
+	if s.index, err = openOffsetIndex(fsys, s.path(indexSuffix), base, cfg.SegmentIndexBytes); err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	if s.timeIndex, err = openTimeIndex(fsys, s.path(timeIndexSuffix), base, cfg.SegmentIndexBytes); err != nil {
+		s.log.Close()
+		s.index.file.Close()
+		return nil, err
+	}
+	st, err := s.log.Stat()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.size = st.Size()
+	s.lastModified = st.ModTime()
+	return s, nil
+}
+
+// readHeader reads the batch header at pos. Fewer than a header's bytes
+// before limit is a torn write and reported as ErrCorruptMessage.
+func (s *segment) readHeader(pos, limit int64) (batchHeader, error) {
+	if limit-pos < batchHeaderSize {
+		return batchHeader{}, fmt.Errorf("%w: %d bytes at position %d, less than a batch header", ErrCorruptMessage, limit-pos, pos)
+	}
+	var buf [batchHeaderSize]byte
+	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+		if errors.Is(err, io.EOF) {
+			return batchHeader{}, fmt.Errorf("%w: short header at position %d", ErrCorruptMessage, pos)
+		}
+		return batchHeader{}, err
+	}
+	return parseHeader(buf[:]), nil
+}
+
+// indexBatch updates the in-memory state and the indexes for a batch that
+// was written at pos. Indexing follows Kafka: an offset-index entry (the
+// batch's last offset, its position) once more than index.interval.bytes
+// were written since the previous entry, with a time-index entry for the
+// max timestamp so far at the same moment. Callers hold segsMu for writing
+// (or own the segment exclusively, during load).
+func (s *segment) indexBatch(pos int64, h batchHeader, cfg Config) error {
+	if pos == 0 {
+		s.rollTimestamp = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > s.maxTimestamp {
+		s.maxTimestamp = h.MaxTimestamp
+		s.offsetOfMaxTimestamp = h.lastOffset()
+	}
+	if s.bytesSinceIndexEntry > int64(cfg.IndexIntervalBytes) {
+		if err := s.index.append(h.lastOffset(), pos); err != nil {
+			return err
+		}
+		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
+			return err
+		}
+		s.bytesSinceIndexEntry = 0
+	}
+	s.bytesSinceIndexEntry += h.size()
+	s.nextOffset = h.nextOffset()
+	s.size = pos + h.size()
+	return nil
+}
+
+// loadClean trusts a segment that was flushed before a clean shutdown (or
+// lies below the recovery point): indexes are read as they are, and only
+// the batches after the last index entry are read (headers only) to find the
+// next offset. An index that fails its sanity check is rebuilt.
+func (s *segment) loadClean(cfg Config) error {
+	okIndex, err := s.index.load(s.size)
+	if err != nil {
+		return err
+	}
+	okTime, err := s.timeIndex.load(math.MaxInt64) // checked against nextOffset below
+	if err != nil {
+		return err
+	}
+	if !okIndex || !okTime {
+		_, err := s.rebuild(cfg, false)
+		return err
+	}
+	if s.size > 0 {
+		h, err := s.readHeader(0, s.size)
+		if err != nil {
+			return err
+		}
+		s.rollTimestamp = h.MaxTimestamp
+	}
+	s.maxTimestamp, s.offsetOfMaxTimestamp, _ = s.timeIndex.last()
+	pos := int64(0)
+	if n := len(s.index.entries); n > 0 {
+		pos = int64(s.index.entries[n-1].position)
+	}
+	for pos < s.size {
+		h, err := s.readHeader(pos, s.size)
+		if err != nil {
+			return err
+		}
+		if h.MaxTimestamp > s.maxTimestamp {
+			s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.lastOffset()
+		}
+		s.nextOffset = h.nextOffset()
+		pos += h.size()
+		s.bytesSinceIndexEntry += h.size()
+	}
+	if _, off, ok := s.timeIndex.last(); ok && off >= s.nextOffset {
+		_, err := s.rebuild(cfg, false)
+		return err
+	}
+	return nil
+}
+
+// rebuild recreates both indexes by reading every batch from the start of
+// the segment. With check set (crash recovery) each batch is read whole and
+// its length, magic, CRC and offset order are verified; the file is
+// truncated at the first batch that fails, and the number of bytes cut is
+// returned. onBatch, if set, sees every good batch (recovery uses it to
+// rebuild the leader-epoch cache).
+func (s *segment) rebuild(cfg Config, check bool, onBatch ...func(batchHeader)) (truncated int64, err error) {
+	if err := s.index.reset(); err != nil {
+		return 0, err
+	}
+	if err := s.timeIndex.reset(); err != nil {
+		return 0, err
+	}
+	limit := s.size
+	s.size, s.nextOffset, s.maxTimestamp, s.offsetOfMaxTimestamp, s.rollTimestamp, s.bytesSinceIndexEntry = 0, s.base, -1, -1, -1, 0
+	var buf []byte
+	pos := int64(0)
+	for pos < limit {
+		h, err := s.readHeader(pos, limit)
+		if err == nil && check {
+			err = s.checkBatchAt(pos, limit, h, &buf)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrCorruptMessage) && !errors.Is(err, ErrInvalidRecord) {
+				return 0, err
+			}
+			if !check {
+				return 0, err
+			}
+			if err := s.log.Truncate(pos); err != nil {
+				return 0, err
+			}
+			return limit - pos, nil
+		}
+		if err := s.indexBatch(pos, h, cfg); err != nil {
+			return 0, err
+		}
+		for _, fn := range onBatch {
+			fn(h)
+		}
+		pos += h.size()
+	}
+	return 0, nil
+}
+
+// checkBatchAt verifies one whole batch during recovery.
+func (s *segment) checkBatchAt(pos, limit int64, h batchHeader, buf *[]byte) error {
+	if err := checkBatchHeader(h, limit-pos); err != nil {
+		return err
+	}
+	if h.BaseOffset < s.nextOffset {
+		return fmt.Errorf("%w: batch offset %d below expected %d", ErrCorruptMessage, h.BaseOffset, s.nextOffset)
+	}
+	if !fitsRelativeOffset(h.lastOffset(), s.base) {
+		return fmt.Errorf("%w: batch offset %d outside segment %d", ErrCorruptMessage, h.lastOffset(), s.base)
+	}
+	if int64(cap(*buf)) < h.size() {
+		*buf = make([]byte, h.size())
+	}
+	b := (*buf)[:h.size()]
+	if _, err := s.log.ReadAt(b, pos); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: short batch at %d", ErrCorruptMessage, pos)
+		}
+		return err
+	}
+	if got := batchCRC(b); got != h.CRC {
+		return fmt.Errorf("%w: crc mismatch at position %d", ErrCorruptMessage, pos)
+	}
+	return nil
+}
+
+// positionOf returns the position of the first batch whose last offset is
+// >= offset, scanning forward from the offset index, or s.size if none.
+// limit is the committed size the caller saw.
+func (s *segment) positionOf(offset, startPos, limit int64) (int64, batchHeader, error) {
+	for pos := startPos; pos < limit; {
+		h, err := s.readHeader(pos, limit)
+		if err != nil {
+			return 0, batchHeader{}, err
+		}
+		if h.lastOffset() >= offset {
+			return pos, h, nil
+		}
+		pos += h.size()
+	}
+	return limit, batchHeader{}, nil
+}
+
+// finalize writes the last time-index entry for the segment's max
+// timestamp, so a later load finds it without reading the log (Kafka does
+// the same when a segment is rolled or closed).
+func (s *segment) finalize() error {
+	if s.maxTimestamp < 0 {
+		return nil
+	}
+	return s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp)
+}
+
+func (s *segment) sync() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.index.file.Sync(); err != nil {
+		return err
+	}
+	return s.timeIndex.file.Sync()
+}
+
+func (s *segment) close() error {
+	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close())
+}
+
+// renameDeleted renames the files to *.deleted; open descriptors stay valid
+// so in-flight reads finish. Kafka does the same and removes them later.
+func (s *segment) renameDeleted(fsys FS) error {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *segment) removeDeleted(fsys FS) error {
+	var errs []error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := fsys.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,105 @@
+package protocol
+
+import (
+	"context"
+	"reflect"
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions (key 18), served by the router itself because its answer is
+// the router's own table.
+//
+// Versions: 0 to kmsg's max. v1 adds ThrottleMillis; v3 (KIP-511) makes it
+// flexible and adds the client's software name and version; v3+ responses
+// may carry supported and finalized features, left empty here.
+//
+// A request at a version above the supported max gets Kafka's fallback
+// (KIP-511): a v0 response, header v0, with UNSUPPORTED_VERSION and the api
+// key list, so that the client can pick a version it shares with us and ask
+// again. Kafka itself lists only the ApiVersions key in that fallback; we
+// send the whole table, which clients accept too (the Java client looks up
+// key 18 in it; franz-go uses a full table directly and saves a round trip).
+//
+// At v3+, a client software name or version that does not match Kafka's
+// pattern is answered INVALID_REQUEST with no keys, as Kafka does.
+
+// softwarePattern is Kafka's rule for ClientSoftwareName/Version (KIP-511):
+// alphanumerics, dots and dashes, starting and ending alphanumeric.
+var softwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// serveApiVersions answers a supported-version ApiVersions request.
+func (r *Router) serveApiVersions(_ context.Context, req *Request) (kmsg.Response, error) {
+	in := req.Body.(*kmsg.ApiVersionsRequest)
+	resp := in.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if in.Version >= 3 && (!softwarePattern.MatchString(in.ClientSoftwareName) || !softwarePattern.MatchString(in.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	resp.ApiKeys = r.Versions()
+	return resp, nil
+}
+
+// apiVersionsFallback is the KIP-511 answer to an ApiVersions request at a
+// version we do not support: always v0 with header v0, whatever was asked,
+// because v0 is the one encoding every client can read.
+func (r *Router) apiVersionsFallback(h Header) []byte {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = r.Versions()
+	return AppendResponse(nil, h.CorrelationID, ResponseHeaderV0, resp)
+}
+
+// unsupportedVersion answers a registered key asked at a version outside its
+// registered range. ApiVersions gets the KIP-511 fallback. Any other key
+// gets its own response type with a top-level ErrorCode of
+// UNSUPPORTED_VERSION, if kmsg can encode that response at the asked version
+// and the error code is on the wire at that version; otherwise there is no
+// way to tell the client, and the connection is closed, which is what Kafka
+// does for every key but ApiVersions.
+func (r *Router) unsupportedVersion(conn *ConnInfo, h Header, rt route) ([]byte, error) {
+	if h.APIKey == apiVersionsKey {
+		r.logger.Debug("protocol: ApiVersions above supported version, sending fallback", r.attrs(conn, h, true, nil)...)
+		return r.apiVersionsFallback(h), nil
+	}
+	resp, ok := errorResponse(h.APIKey, h.APIVersion, kerr.UnsupportedVersion.Code)
+	if !ok {
+		return nil, r.refuse(conn, h, true, ErrUnsupportedVersion)
+	}
+	r.logger.Debug("protocol: unsupported version, answering UNSUPPORTED_VERSION", r.attrs(conn, h, true, nil)...)
+	return AppendResponse(nil, h.CorrelationID, ResponseHeaderVersion(h.APIKey, h.APIVersion), resp), nil
+}
+
+// errorResponse builds an otherwise empty response for key at version with
+// its top-level ErrorCode set to code. It reports false if kmsg cannot
+// encode the key at that version, if the response type has no top-level
+// ErrorCode, or if that field is not serialized at this version (Metadata
+// only gained one in v13, for instance). The last is found by encoding the
+// response with and without the code and comparing, which follows kmsg's
+// own notion of which fields exist at which version instead of a table we
+// would have to keep in step with it.
+func errorResponse(key, version, code int16) (kmsg.Response, bool) {
+	resp := kmsg.ResponseForKey(key)
+	if resp == nil || version < 0 || version > resp.MaxVersion() {
+		return nil, false
+	}
+	resp.SetVersion(version)
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f := v.Elem().FieldByName("ErrorCode")
+	if !f.IsValid() || f.Kind() != reflect.Int16 || !f.CanSet() {
+		return nil, false
+	}
+	without := resp.AppendTo(nil)
+	f.SetInt(int64(code))
+	with := resp.AppendTo(nil)
+	if string(without) == string(with) {
+		return nil, false
+	}
+	return resp, true
+}

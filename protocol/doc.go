@@ -1,0 +1,56 @@
+// Package protocol is sluice's Kafka wire layer: it turns bytes on a TCP
+// connection into decoded kmsg requests, hands each to the handler
+// registered for its api key, and turns the handler's kmsg response back
+// into bytes. It knows nothing about partitions, groups or disks.
+//
+// # Wire format
+//
+// Every request and response is a frame: a big-endian int32 size, then that
+// many bytes.
+//
+//	request frame                         response frame
+//	+--------+----------------+------+    +--------+----------------+------+
+//	| size   | request header | body |    | size   | resp. header   | body |
+//	| int32  | v0 / v1 / v2   |      |    | int32  | v0 / v1        |      |
+//	+--------+----------------+------+    +--------+----------------+------+
+//
+//	request header v0: api_key int16, api_version int16, correlation_id int32
+//	request header v1: v0 + client_id nullable string (int16 length, -1 = null)
+//	request header v2: v1 + tagged fields (uvarint count, then tag/size/bytes)
+//	response header v0: correlation_id int32
+//	response header v1: v0 + tagged fields (always empty here)
+//
+// A request uses header v2 exactly when its api key and version are flexible
+// (KIP-482), v1 otherwise, and v0 only for ControlledShutdown v0; kmsg's
+// IsFlexible is the source of truth. Responses mirror that with v1 and v0,
+// except ApiVersions, which always answers with header v0 (KIP-511).
+//
+// # What closes a connection
+//
+// Kafka closes a connection rather than answer a request it cannot read, and
+// so does sluice. Each of these closes only the offending connection, and
+// is logged with the remote address and, where known, the api key, version
+// and client id:
+//
+//   - a size prefix that is negative, smaller than the 8-byte minimum header,
+//     or above MaxRequestSize (socket.request.max.bytes). The size is checked
+//     before any allocation, and the frame buffer grows with the bytes that
+//     actually arrive, so a claimed size costs nothing by itself;
+//   - a truncated or malformed header;
+//   - an api key with no registered handler;
+//   - a version outside the registered range, unless an UNSUPPORTED_VERSION
+//     answer can be encoded (always for ApiVersions via the KIP-511
+//     fallback; for other keys when the response at that version has a
+//     top-level error code on the wire);
+//   - a body kmsg cannot decode. Bytes after a completely decoded body are
+//     ignored, as by kmsg and Kafka;
+//   - a handler returning an error;
+//   - a panic while serving the connection (recovered and logged).
+//
+// # Concurrency
+//
+// One goroutine per connection reads a request, serves it and writes the
+// response before reading the next, as Kafka mutes a connection while a
+// request is in flight. Handlers may block (a long-poll Fetch, a Produce
+// waiting for acks=all) and get a context cancelled on Server.Shutdown.
+package protocol

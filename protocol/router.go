@@ -1,0 +1,208 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConnInfo identifies the connection a request arrived on. ID is unique for
+// the life of a Server and is what logs use to tie requests together.
+type ConnInfo struct {
+	ID     uint64
+	Remote net.Addr
+	Local  net.Addr
+}
+
+// Request is one decoded request.
+type Request struct {
+	Header Header
+	// Body is the decoded request, its version already set to
+	// Header.APIVersion. Byte fields may alias the frame it was read
+	// from; the frame is never reused, so handlers may keep them.
+	Body kmsg.Request
+	// Conn is shared by every request on the connection; read it, do
+	// not modify it.
+	Conn *ConnInfo
+}
+
+// Handler serves one request. Kafka errors travel inside the response's
+// error codes; a non-nil error means something Kafka would close the
+// connection for, and it is logged (api key, version, client id, connection)
+// and the connection closed. A nil response with a nil error sends nothing,
+// which is how Produce with acks=0 is answered.
+//
+// The response may be built with req.Body.ResponseKind(); the router sets
+// its version to the request's before encoding either way.
+type Handler func(ctx context.Context, req *Request) (kmsg.Response, error)
+
+// route is one registered api key.
+type route struct {
+	key, minVersion, maxVersion int16
+	handler                     Handler
+}
+
+// Router decodes request frames, checks versions against what is registered
+// and dispatches to the handler registered for the api key. Register every
+// key before serving: registration takes a lock, but a client that asked
+// ApiVersions before a late Register would hold a stale table.
+type Router struct {
+	logger *slog.Logger
+
+	// Hook, when set, sees every well-formed request at a supported
+	// version (ApiVersions included) before its handler. If it returns
+	// handled=true, its response and error are used as the handler's
+	// would be and the handler is not called. It exists for tests, as a
+	// way to inject errors or delays into any API without a fake broker;
+	// set it before serving.
+	Hook func(req *Request) (resp kmsg.Response, err error, handled bool)
+
+	mu     sync.RWMutex
+	routes map[int16]route
+}
+
+// NewRouter returns a router with ApiVersions (key 18) registered at every
+// version kmsg knows. A nil logger means slog.Default().
+func NewRouter(logger *slog.Logger) *Router {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	r := &Router{logger: logger, routes: make(map[int16]route)}
+	r.Register(apiVersionsKey, 0, kmsg.NewPtrApiVersionsRequest().MaxVersion(), r.serveApiVersions)
+	return r
+}
+
+// Register installs h for api key at versions [minVersion, maxVersion]. It
+// panics on a second registration of the same key, on a key kmsg does not
+// know, and on a range kmsg cannot decode: all are programming errors that
+// would otherwise surface as a client seeing an ApiVersions table the broker
+// cannot honour.
+func (r *Router) Register(key, minVersion, maxVersion int16, h Handler) {
+	req := kmsg.RequestForKey(key)
+	switch {
+	case req == nil:
+		panic(fmt.Sprintf("protocol: register api key %d: unknown to kmsg", key))
+	case h == nil:
+		panic(fmt.Sprintf("protocol: register api key %d: nil handler", key))
+	case minVersion < 0 || minVersion > maxVersion:
+		panic(fmt.Sprintf("protocol: register api key %d: bad version range %d..%d", key, minVersion, maxVersion))
+	case maxVersion > req.MaxVersion():
+		panic(fmt.Sprintf("protocol: register api key %d: max version %d above kmsg's %d", key, maxVersion, req.MaxVersion()))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.routes[key]; dup {
+		panic(fmt.Sprintf("protocol: api key %d (%s) registered twice", key, kmsg.NameForKey(key)))
+	}
+	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, handler: h}
+}
+
+// Versions returns the registered keys and version ranges sorted by key:
+// exactly what ApiVersions advertises.
+func (r *Router) Versions() []kmsg.ApiVersionsResponseApiKey {
+	r.mu.RLock()
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(r.routes))
+	for _, rt := range r.routes {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = rt.key, rt.minVersion, rt.maxVersion
+		out = append(out, k)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	return out
+}
+
+func (r *Router) lookup(key int16) (route, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rt, ok := r.routes[key]
+	return rt, ok
+}
+
+// Serve handles one request frame (header and body, without the size
+// prefix) and returns the response frame (without the size prefix), or nil
+// when nothing is to be sent. A non-nil error means the connection must be
+// closed; Serve has already logged why.
+//
+// Trailing bytes after a body that decoded completely are ignored: kmsg's
+// decoders do not check for leftovers and neither does Kafka's request
+// parsing (RequestContext.parseRequest), so refusing them would reject
+// clients Kafka accepts and buy nothing.
+func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byte, error) {
+	h, rest, err := parseHeaderPrefix(frame)
+	if err != nil {
+		return nil, r.refuse(conn, h, false, err)
+	}
+	rt, ok := r.lookup(h.APIKey)
+	if !ok {
+		return nil, r.refuse(conn, h, true, fmt.Errorf("%w: %d", ErrUnknownKey, h.APIKey))
+	}
+	if h.APIVersion < rt.minVersion || h.APIVersion > rt.maxVersion {
+		return r.unsupportedVersion(conn, h, rt)
+	}
+	if hv, _ := RequestHeaderVersion(h.APIKey, h.APIVersion); hv == RequestHeaderV2 {
+		if rest, err = skipTags(rest); err != nil {
+			return nil, r.refuse(conn, h, true, err)
+		}
+	}
+	body := kmsg.RequestForKey(h.APIKey)
+	body.SetVersion(h.APIVersion)
+	if err := body.ReadFrom(rest); err != nil {
+		return nil, r.refuse(conn, h, true, fmt.Errorf("%w: %v", ErrMalformedBody, err))
+	}
+	req := &Request{Header: h, Body: body, Conn: conn}
+
+	var resp kmsg.Response
+	handled := false
+	if hook := r.Hook; hook != nil {
+		resp, err, handled = hook(req)
+	}
+	if !handled {
+		resp, err = rt.handler(ctx, req)
+	}
+	if err != nil {
+		r.logger.Error("protocol: handler failed, closing connection", r.attrs(conn, h, true, err)...)
+		return nil, err
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	if resp.Key() != h.APIKey {
+		err := fmt.Errorf("%w: got key %d", ErrBadResponse, resp.Key())
+		r.logger.Error("protocol: handler bug, closing connection", r.attrs(conn, h, true, err)...)
+		return nil, err
+	}
+	resp.SetVersion(h.APIVersion)
+	return AppendResponse(nil, h.CorrelationID, ResponseHeaderVersion(h.APIKey, h.APIVersion), resp), nil
+}
+
+// refuse logs a request the client got wrong and returns err, which closes
+// the connection. These are logged at Warn: a buggy or hostile client is
+// worth noticing but is not a fault of the broker.
+func (r *Router) refuse(conn *ConnInfo, h Header, haveHeader bool, err error) error {
+	r.logger.Warn("protocol: closing connection", r.attrs(conn, h, haveHeader, err)...)
+	return err
+}
+
+func (r *Router) attrs(conn *ConnInfo, h Header, haveHeader bool, err error) []any {
+	a := make([]any, 0, 12)
+	if conn != nil {
+		a = append(a, "conn", conn.ID, "remote", addrString(conn.Remote))
+	}
+	if haveHeader {
+		a = append(a, "api_key", h.APIKey, "api_version", h.APIVersion, "client_id", h.clientID())
+	}
+	return append(a, "err", err)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

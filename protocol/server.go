@@ -1,0 +1,217 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("protocol: server closed")
+
+// Server accepts Kafka connections and serves their requests through a
+// Router. The zero value with Router set is ready to use; set fields before
+// the first Serve.
+//
+// Each connection has one goroutine that reads a request, serves it, writes
+// the response and only then reads the next: Kafka mutes a connection while
+// a request is in flight, so responses go out in request order and a client
+// cannot make the broker buffer an unbounded backlog. Pipelining clients
+// still work; their next requests wait in the socket buffer.
+//
+// Lock order: Server.mu before conn.mu.
+type Server struct {
+	Router *Router
+	// MaxRequestSize is socket.request.max.bytes; 0 means
+	// DefaultMaxRequestSize. A frame claiming more closes its connection
+	// before anything is allocated for it.
+	MaxRequestSize int32
+	// IdleTimeout closes a connection that sends no request for this long
+	// (connections.max.idle.ms). 0 means never.
+	IdleTimeout time.Duration
+	// Logger receives connection-level logs; nil means slog.Default().
+	Logger *slog.Logger
+
+	nextConnID atomic.Uint64
+
+	initOnce sync.Once
+	// shutdownCtx is cancelled by Shutdown. Every connection's context
+	// derives from it, so handlers see the shutdown and wind up.
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+
+	mu        sync.Mutex
+	closing   bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup // one per connection goroutine
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
+		s.listeners = make(map[net.Listener]struct{})
+		s.conns = make(map[*conn]struct{})
+	})
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) maxRequestSize() int32 {
+	if s.MaxRequestSize > 0 {
+		return s.MaxRequestSize
+	}
+	return DefaultMaxRequestSize
+}
+
+// Serve accepts connections on ln until Shutdown is called, ctx is done or
+// the listener fails, and serves each on its own goroutine. Handlers get a
+// context derived from ctx that is also cancelled by Shutdown; when ctx is
+// done, ln is closed and this listener's connections finish their in-flight
+// request and close. Serve returns ErrServerClosed after Shutdown, ctx.Err()
+// after ctx is done, or the accept error. It does not wait for connections;
+// Shutdown does. ln is closed on return.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.Router == nil {
+		ln.Close()
+		return errors.New("protocol: Server.Router is nil")
+	}
+	s.init()
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+
+	// connCtx outlives Serve when the listener fails, so its link to
+	// shutdownCtx is never unregistered: Shutdown must still reach the
+	// connections this listener accepted.
+	connCtx, cancel := context.WithCancel(ctx)
+	context.AfterFunc(s.shutdownCtx, cancel)
+	// Closing the listener is what unblocks Accept when ctx is done.
+	defer context.AfterFunc(connCtx, func() { ln.Close() })()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			switch {
+			case closing:
+				return ErrServerClosed
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, net.ErrClosed):
+				return err
+			}
+			// Likely out of file descriptors: back off instead of
+			// spinning, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger().Warn("protocol: accept failed, retrying", "listener", ln.Addr().String(), "backoff", backoff, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-connCtx.Done():
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(connCtx, nc)
+	}
+}
+
+// startConn registers nc and starts its goroutine, or closes it if the
+// server is already shutting down. The WaitGroup Add happens under mu with
+// closing false, so it always precedes Shutdown's Wait.
+func (s *Server) startConn(ctx context.Context, nc net.Conn) {
+	c := &conn{
+		srv: s,
+		nc:  nc,
+		info: ConnInfo{
+			ID:     s.nextConnID.Add(1),
+			Remote: nc.RemoteAddr(),
+			Local:  nc.LocalAddr(),
+		},
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go c.serve(ctx)
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// NumConnections returns the number of open client connections.
+func (s *Server) NumConnections() int {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Shutdown stops accepting, cancels every handler's context, lets requests
+// already read finish and be answered, closes every connection and waits
+// for all connection goroutines. Connections idle between requests are
+// closed at once. If ctx ends first, every connection is closed forcibly
+// (unblocking writes to clients that stopped reading) and ctx.Err() is
+// returned without waiting further: a handler that ignores its context
+// could otherwise hold Shutdown forever.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	s.mu.Unlock()
+	// Cancelling wakes every connection blocked reading (see
+	// conn.interrupt) and every handler watching its context.
+	s.shutdownCancel()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
