@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"os"
@@ -30,18 +31,19 @@ func main() {
 	partitions := flag.Int("partitions", 6, "partitions of the new topic")
 	rf := flag.Int("rf", 1, "replication factor of the new topic")
 	acks := flag.String("acks", "all", "producer acks: all, 1 or 0")
+	compression := flag.String("compression", "none", "producer compression: none, snappy, lz4, zstd, gzip")
 	flag.Parse()
 
 	if *topic == "" {
 		*topic = fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	}
-	if err := run(*brokers, *topic, *records, *size, int32(*partitions), int16(*rf), *acks); err != nil {
+	if err := run(*brokers, *topic, *records, *size, int32(*partitions), int16(*rf), *acks, *compression); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(brokers, topic string, n, size int, partitions int32, rf int16, acksFlag string) error {
+func run(brokers, topic string, n, size int, partitions int32, rf int16, acksFlag, compression string) error {
 	ctx := context.Background()
 	var acks kgo.Acks
 	opts := []kgo.Opt{kgo.SeedBrokers(brokers)}
@@ -58,6 +60,22 @@ func run(brokers, topic string, n, size int, partitions int32, rf int16, acksFla
 		return fmt.Errorf("-acks %q: want all, 1 or 0", acksFlag)
 	}
 
+	var codec kgo.CompressionCodec
+	switch compression {
+	case "none":
+		codec = kgo.NoCompression()
+	case "snappy":
+		codec = kgo.SnappyCompression()
+	case "lz4":
+		codec = kgo.Lz4Compression()
+	case "zstd":
+		codec = kgo.ZstdCompression()
+	case "gzip":
+		codec = kgo.GzipCompression()
+	default:
+		return fmt.Errorf("-compression %q: want none, snappy, lz4, zstd or gzip", compression)
+	}
+
 	admCl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -71,6 +89,7 @@ func run(brokers, topic string, n, size int, partitions int32, rf int16, acksFla
 
 	prod, err := kgo.NewClient(append(opts,
 		kgo.RequiredAcks(acks),
+		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.MaxBufferedRecords(100_000),
@@ -78,10 +97,10 @@ func run(brokers, topic string, n, size int, partitions int32, rf int16, acksFla
 	if err != nil {
 		return err
 	}
+	// Random values: a compressible payload would measure the codec,
+	// not the broker.
 	value := make([]byte, size)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
+	rand.Read(value)
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup

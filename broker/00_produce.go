@@ -137,7 +137,7 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	if leader != b.cfg.NodeID {
 		return nil, 0, kerr.NotLeaderForPartition
 	}
-	if req.Acks == -1 && p.isrSize() < b.minInsyncReplicas(img, topic) {
+	if req.Acks == -1 && !p.enoughInsync() {
 		return nil, 0, kerr.NotEnoughReplicas
 	}
 	res, err := p.log.AppendAsLeader(rp.Records, epoch)

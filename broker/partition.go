@@ -22,6 +22,9 @@ type partition struct {
 	leaderEpoch int32
 	replicas    []int32
 	isr         []int32
+	// minInsync is the topic's min.insync.replicas, refreshed from the
+	// metadata image so the produce path does not resolve configs.
+	minInsync int
 	// waiters is closed and replaced whenever the high watermark or the
 	// log start offset moves, waking long-polling fetches.
 	waiters chan struct{}
@@ -43,8 +46,9 @@ func newPartition(tp logstore.TopicPartition, topicID [16]byte, log *logstore.Lo
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
 
 // update applies what the metadata image says about this partition.
-func (p *partition) update(self int32, mp *controller.Partition) {
+func (p *partition) update(self int32, mp *controller.Partition, minInsync int) {
 	p.mu.Lock()
+	p.minInsync = minInsync
 	p.leader = mp.Leader
 	p.leaderEpoch = mp.LeaderEpoch
 	p.replicas = append(p.replicas[:0], mp.Replicas...)
@@ -60,11 +64,12 @@ func (p *partition) state() (leader, epoch int32) {
 	return p.leader, p.leaderEpoch
 }
 
-// isrSize is the number of in-sync replicas.
-func (p *partition) isrSize() int {
+// enoughInsync reports whether the ISR is at least min.insync.replicas,
+// which acks=-1 requires before appending.
+func (p *partition) enoughInsync() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.isr)
+	return len(p.isr) >= p.minInsync
 }
 
 // advanceHighWatermark recomputes the high watermark after an append or an

@@ -21,6 +21,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 	want := make(map[logstore.TopicPartition]struct{})
 	for _, t := range img.Topics {
 		logCfg, err := b.logConfig(img, t)
+		minInsync := b.minInsyncReplicas(img, t)
 		if err != nil {
 			b.logger.Error("topic config unusable, using broker defaults", "topic", t.Name, "err", err)
 		}
@@ -58,7 +59,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 			} else if p.log.Config() != logCfg {
 				p.log.SetConfig(logCfg)
 			}
-			p.update(self, mp)
+			p.update(self, mp, minInsync)
 		}
 	}
 	b.mu.RLock()
