@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		ValidateBrokerConfig:     config.ValidateBrokerDynamic,
 		IsListConfig:             isListConfig,
 		OnApply:                  b.reconcile,
-		Logger:                   b.logger.With("component", "controller"),
+		Logger:                   b.logger, // the controller adds component=controller itself
 	})
 	if err != nil {
 		dir.Close(nil)
