@@ -128,24 +128,13 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		}
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	if topicPartition(topic, rp.Partition) == nil {
-		return nil, kerr.UnknownTopicOrPartition
+	current := rp.CurrentLeaderEpoch
+	if req.Version < 9 {
+		current = -1
 	}
-	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
-	if p == nil {
-		return nil, kerr.NotLeaderForPartition
-	}
-	leader, epoch := p.state()
-	if leader != b.cfg.NodeID {
-		return nil, kerr.NotLeaderForPartition
-	}
-	if req.Version >= 9 && rp.CurrentLeaderEpoch >= 0 {
-		switch {
-		case rp.CurrentLeaderEpoch < epoch:
-			return nil, kerr.FencedLeaderEpoch
-		case rp.CurrentLeaderEpoch > epoch:
-			return nil, kerr.UnknownLeaderEpoch
-		}
+	p, _, err := b.leaderReplica(topic, rp.Partition, current)
+	if err != nil {
+		return nil, err
 	}
 	hw := p.highWatermark()
 	sp.HighWatermark = hw

@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
 )
 
@@ -46,24 +45,13 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			err := func() error {
-				if topicPartition(topic, rp.Partition) == nil {
-					return kerr.UnknownTopicOrPartition
+				current := rp.CurrentLeaderEpoch
+				if req.Version < 4 {
+					current = -1
 				}
-				p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
-				if p == nil {
-					return kerr.NotLeaderForPartition
-				}
-				leader, epoch := p.state()
-				if leader != b.cfg.NodeID {
-					return kerr.NotLeaderForPartition
-				}
-				if req.Version >= 4 && rp.CurrentLeaderEpoch >= 0 {
-					if rp.CurrentLeaderEpoch < epoch {
-						return kerr.FencedLeaderEpoch
-					}
-					if rp.CurrentLeaderEpoch > epoch {
-						return kerr.UnknownLeaderEpoch
-					}
+				p, _, err := b.leaderReplica(topic, rp.Partition, current)
+				if err != nil {
+					return err
 				}
 				hw := p.highWatermark()
 				latestEpoch := p.log.LatestEpoch()

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
 )
 
@@ -31,15 +30,9 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *protocol.Request) (
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
 			err := func() error {
-				if topicPartition(topic, rp.Partition) == nil {
-					return kerr.UnknownTopicOrPartition
-				}
-				p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
-				if p == nil {
-					return kerr.NotLeaderForPartition
-				}
-				if leader, _ := p.state(); leader != b.cfg.NodeID {
-					return kerr.NotLeaderForPartition
+				p, _, err := b.leaderReplica(topic, rp.Partition, -1)
+				if err != nil {
+					return err
 				}
 				hw := p.highWatermark()
 				offset := rp.Offset

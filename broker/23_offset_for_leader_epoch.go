@@ -12,10 +12,8 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
 )
 
@@ -32,24 +30,9 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *protocol.Req
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			err := func() error {
-				if topicPartition(topic, rp.Partition) == nil {
-					return kerr.UnknownTopicOrPartition
-				}
-				p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
-				if p == nil {
-					return kerr.NotLeaderForPartition
-				}
-				leader, epoch := p.state()
-				if leader != b.cfg.NodeID {
-					return kerr.NotLeaderForPartition
-				}
-				if rp.CurrentLeaderEpoch >= 0 {
-					if rp.CurrentLeaderEpoch < epoch {
-						return kerr.FencedLeaderEpoch
-					}
-					if rp.CurrentLeaderEpoch > epoch {
-						return kerr.UnknownLeaderEpoch
-					}
+				p, _, err := b.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
+				if err != nil {
+					return err
 				}
 				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
 				return nil

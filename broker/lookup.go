@@ -3,7 +3,10 @@ package broker
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/logstore"
 )
 
 // lookupTopic finds a topic by id when the request version addresses topics
@@ -79,4 +82,32 @@ func offlineReplicas(img *controller.Image, mp *controller.Partition) []int32 {
 		}
 	}
 	return out
+}
+
+// leaderReplica finds the replica of topic/partition that this broker must
+// lead to serve a client request, and checks the client's idea of the
+// leader epoch (KIP-320): an older epoch is FENCED_LEADER_EPOCH, a newer one
+// UNKNOWN_LEADER_EPOCH; currentEpoch -1 skips the check. It returns the
+// replica and its leader epoch.
+func (b *Broker) leaderReplica(topic *controller.Topic, partition, currentEpoch int32) (*partition, int32, error) {
+	if topicPartition(topic, partition) == nil {
+		return nil, 0, kerr.UnknownTopicOrPartition
+	}
+	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: partition})
+	if p == nil {
+		return nil, 0, kerr.NotLeaderForPartition
+	}
+	leader, epoch := p.state()
+	if leader != b.cfg.NodeID {
+		return nil, 0, kerr.NotLeaderForPartition
+	}
+	if currentEpoch >= 0 {
+		if currentEpoch < epoch {
+			return nil, 0, kerr.FencedLeaderEpoch
+		}
+		if currentEpoch > epoch {
+			return nil, 0, kerr.UnknownLeaderEpoch
+		}
+	}
+	return p, epoch, nil
 }
