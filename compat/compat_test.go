@@ -1,0 +1,186 @@
+package compat
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// row is one compatibility check: a client or tool run against a fresh
+// broker. Add a row by writing a constructor in its own file and listing it
+// in allRows.
+type row struct {
+	// name is the row's subtest name: `go test -run 'TestCompat/kcat'`
+	// runs one row.
+	name string
+	// tools are programs the row runs; each must be on PATH. A missing
+	// one fails the row.
+	tools []string
+	// timeout bounds the whole row, broker start and stop included.
+	timeout time.Duration
+	// overrides are extra broker properties (key=value) for this row.
+	overrides []string
+	// run performs the check. The first line of a returned error is the
+	// row's "first failure line"; later lines are detail.
+	run func(ctx context.Context, env *rowEnv) error
+}
+
+// rowEnv is what a row gets to work with.
+type rowEnv struct {
+	t      *testing.T
+	broker *broker
+	root   string // repository root, the directory of go.mod
+	dir    string // scratch directory for this row, kept if logs are kept
+}
+
+// allRows lists the rows in the order they run.
+func allRows() []row {
+	return []row{
+		kgoSuiteRow(),
+		kcatRoundTripRow(),
+	}
+}
+
+// result is what a row reports.
+type result struct {
+	name    string
+	passed  bool
+	elapsed time.Duration
+	first   string // first failure line; empty on success
+}
+
+func (r result) String() string {
+	status := "PASS"
+	if !r.passed {
+		status = "FAIL"
+	}
+	return fmt.Sprintf("%-12s %s %8.1fs  %s", r.name, status, r.elapsed.Seconds(), r.first)
+}
+
+// TestCompat runs every row against a freshly built sluice. It is skipped
+// unless SLUICE_COMPAT=1 (scripts/test-all.sh sets it).
+func TestCompat(t *testing.T) {
+	if os.Getenv("SLUICE_COMPAT") != "1" {
+		t.Skip("set SLUICE_COMPAT=1 to run the compat rows (builds ./cmd/sluice; needs kcat)")
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := os.Getenv("SLUICE_COMPAT_LOGDIR")
+	if logDir == "" {
+		logDir = t.TempDir()
+	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	bin, err := buildBroker(ctx, root, logDir)
+	cancel()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Logf("broker binary %s (%.1fs)", bin, time.Since(start).Seconds())
+
+	var results []result
+	for _, r := range allRows() {
+		t.Run(r.name, func(t *testing.T) {
+			res := runRow(t, r, bin, root, filepath.Join(logDir, r.name))
+			results = append(results, res)
+			// Printed as well as logged, so that the line shows
+			// without -v and reads the same in every row.
+			fmt.Printf("compat row: %s\n", res)
+		})
+	}
+
+	passed, failed := 0, 0
+	fmt.Println("compat summary:")
+	for _, res := range results {
+		fmt.Printf("  %s\n", res)
+		if res.passed {
+			passed++
+		} else {
+			failed++
+		}
+	}
+	fmt.Printf("compat rows: %d passed, %d failed\n", passed, failed)
+	if os.Getenv("SLUICE_COMPAT_LOGDIR") != "" {
+		fmt.Printf("compat logs: %s\n", logDir)
+	}
+}
+
+// runRow checks the row's tools, starts a broker, runs the row and stops the
+// broker. It fails t on any failure and returns the row's result.
+func runRow(t *testing.T, r row, bin, root, dir string) result {
+	start := time.Now()
+	res := result{name: r.name}
+	fail := func(err error) result {
+		res.elapsed = time.Since(start)
+		res.first = firstLine(err.Error())
+		t.Errorf("row %s: %v", r.name, err)
+		return res
+	}
+
+	for _, tool := range r.tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fail(fmt.Errorf("%s is not on PATH (a missing tool fails the row): %w", tool, err))
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	b, err := startBroker(ctx, bin, dir, r.overrides)
+	if err != nil {
+		return fail(fmt.Errorf("starting broker: %w", err))
+	}
+	t.Logf("broker on %s, log %s", b.addr, b.logPath)
+
+	runErr := r.run(ctx, &rowEnv{t: t, broker: b, root: root, dir: dir})
+	if runErr == nil && ctx.Err() != nil {
+		runErr = fmt.Errorf("row timed out after %s", r.timeout)
+	}
+	crashErr := b.crashed()
+	stopErr := b.stop()
+	if raceErr := b.raceReport(); raceErr != nil && crashErr == nil {
+		// A race explains odd failures after it; lead with it.
+		if runErr != nil {
+			raceErr = fmt.Errorf("%w\nrow error: %v", raceErr, runErr)
+		}
+		runErr = raceErr
+	}
+	switch {
+	case crashErr != nil:
+		// A crash explains every failure after it; lead with it.
+		if runErr != nil {
+			crashErr = fmt.Errorf("%w\nrow error: %v", crashErr, runErr)
+		}
+		runErr = crashErr
+	case runErr == nil && stopErr != nil:
+		runErr = stopErr
+	}
+	if runErr != nil {
+		t.Logf("broker log tail (%s):\n%s", b.logPath, tail(b.logPath, 40))
+		return fail(runErr)
+	}
+	res.passed = true
+	res.elapsed = time.Since(start)
+	return res
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

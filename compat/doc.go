@@ -1,0 +1,19 @@
+// Package compat checks sluice against real Kafka clients and tools.
+//
+// Everything lives in the package's tests. TestCompat builds ./cmd/sluice,
+// and for each row starts a fresh broker process on a free loopback port with
+// a temporary log directory, waits for the line that says it is ready, and
+// runs the row against it:
+//
+//   - kgo: franz-go's own integration suite (github.com/twmb/franz-go/pkg/kgo
+//     at the version in go.mod), minus the tests listed in kgo_excluded.txt;
+//   - kcat: a 100,000-message keyed round trip through kcat (librdkafka).
+//
+// Each row reports its name, PASS or FAIL, its duration and its first failure
+// line. A tool a row needs that is not on PATH fails the row: a compat row
+// never skips.
+//
+// TestCompat runs only when SLUICE_COMPAT=1, so `go test ./...` on a machine
+// without kcat or Java still passes; scripts/test-all.sh sets it. See
+// README.md in this directory for the variables that tune a run.
+package compat

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# scripts/test-all.sh: the one command that tests sluice, locally and in CI.
+#
+# Installs what is missing (kcat through apt, Go modules), then runs, timing
+# each step: gofmt, go vet, go test ./..., a short fuzz of the protocol
+# decoder, and the compat rows (compat/: franz-go's kgo suite and a kcat round
+# trip against a freshly built ./cmd/sluice). Every step runs even after one
+# fails; the exit status is non-zero if any failed.
+#
+# Environment:
+#   SLUICE_RACE=1        run `go test ./...` with -race (off by default: the
+#                        race build of every package costs about a minute cold)
+#   SLUICE_COMPAT_RACE=0 build the compat rows' broker without -race (on by
+#                        default: the kgo suite is a good concurrent workload,
+#                        and a data race the detector reports fails the row)
+#   SLUICE_FUZZTIME=20s  how long to fuzz FuzzServe
+#   SLUICE_SKIP_COMPAT=1 leave out the compat rows (a quick local check only;
+#                        CI never sets it)
+#   SLUICE_COMPAT_LOGDIR where compat keeps broker and client logs
+#                        (default: a fresh directory under /tmp)
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+steps=()    # "name|status|seconds"
+failed=0
+
+# step NAME CMD... runs one step and records its outcome and duration.
+step() {
+	local name=$1
+	shift
+	echo
+	echo "==> ${name}: $*"
+	local start=$SECONDS status=PASS
+	if ! "$@"; then
+		status=FAIL
+		failed=$((failed + 1))
+	fi
+	local secs=$((SECONDS - start))
+	steps+=("${name}|${status}|${secs}")
+	echo "<== ${name}: ${status} (${secs}s)"
+}
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		echo "need root to run: $*" >&2
+		return 1
+	fi
+}
+
+install_tools() {
+	local ok=0
+	if ! command -v go >/dev/null; then
+		echo "go is not on PATH; install Go $(sed -n 's/^go //p' go.mod) or newer" >&2
+		return 1
+	fi
+	go version
+	if ! command -v kcat >/dev/null; then
+		echo "kcat missing: installing it with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null ||
+			ok=1
+	fi
+	command -v kcat >/dev/null && echo "kcat: $(command -v kcat)"
+	go mod download || ok=1
+	return $ok
+}
+
+check_gofmt() {
+	local out
+	out=$(gofmt -l .) || return 1
+	if [ -n "$out" ]; then
+		echo "gofmt -l lists files that need formatting (run gofmt -w):"
+		echo "$out"
+		return 1
+	fi
+}
+
+go_test_all() {
+	local race=()
+	[ "${SLUICE_RACE:-}" = 1 ] && race=(-race)
+	# The compat rows run in their own step; make sure they stay skipped here.
+	env -u SLUICE_COMPAT go test "${race[@]}" -timeout 20m ./...
+}
+
+fuzz_serve() {
+	local listed
+	listed=$(go test -list '^FuzzServe$' ./protocol/) || return 1
+	if ! grep -qx FuzzServe <<<"$listed"; then
+		echo "FuzzServe not found in ./protocol/ (the fuzz target is required)" >&2
+		return 1
+	fi
+	# A failing input is saved under protocol/testdata/fuzz/FuzzServe/;
+	# commit it with the fix so that plain go test replays it.
+	go test -run '^$' -fuzz '^FuzzServe$' -fuzztime "${SLUICE_FUZZTIME:-20s}" ./protocol/
+}
+
+compat_rows() {
+	local logdir=${SLUICE_COMPAT_LOGDIR:-}
+	if [ -z "$logdir" ]; then
+		logdir=$(mktemp -d /tmp/sluice-compat.XXXXXX) || return 1
+	fi
+	echo "compat logs: $logdir"
+	SLUICE_COMPAT=1 SLUICE_COMPAT_LOGDIR=$logdir SLUICE_COMPAT_RACE=${SLUICE_COMPAT_RACE:-1} \
+		go test -count=1 -v -timeout 30m -run '^TestCompat$' ./compat/
+}
+
+step setup install_tools
+step gofmt check_gofmt
+step vet go vet ./...
+step test go_test_all
+step fuzz fuzz_serve
+if [ "${SLUICE_SKIP_COMPAT:-}" = 1 ]; then
+	echo
+	echo "==> compat: left out (SLUICE_SKIP_COMPAT=1)"
+else
+	step compat compat_rows
+fi
+
+echo
+echo "test-all summary:"
+total=0
+for s in "${steps[@]}"; do
+	IFS='|' read -r name status secs <<<"$s"
+	printf '  %-8s %s %5ds\n' "$name" "$status" "$secs"
+	total=$((total + secs))
+done
+printf '  %-8s      %5ds\n' total "$total"
+echo "steps: $((${#steps[@]} - failed)) passed, ${failed} failed"
+[ "$failed" = 0 ]
