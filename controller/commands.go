@@ -19,6 +19,9 @@ const (
 	cmdCreatePartitions    commandType = 5
 	cmdAlterConfigs        commandType = 6
 	cmdAllocateProducerIDs commandType = 7
+	cmdFenceBroker         commandType = 8
+	cmdUnfenceBroker       commandType = 9
+	cmdChangePartitions    commandType = 10
 	// Append new command types here.
 )
 
@@ -38,6 +41,12 @@ func (t commandType) String() string {
 		return "AlterConfigs"
 	case cmdAllocateProducerIDs:
 		return "AllocateProducerIDs"
+	case cmdFenceBroker:
+		return "FenceBroker"
+	case cmdUnfenceBroker:
+		return "UnfenceBroker"
+	case cmdChangePartitions:
+		return "ChangePartitions"
 	}
 	return fmt.Sprintf("commandType(%d)", uint8(t))
 }
@@ -148,3 +157,39 @@ type allocateProducerIDsCmd struct {
 }
 
 func (allocateProducerIDsCmd) commandType() commandType { return cmdAllocateProducerIDs }
+
+// fenceBrokerCmd fences a broker (serf declared it failed or left, or it
+// asked for a controlled shutdown) and, in the same entry, applies every
+// partition change that follows: the broker leaves every ISR and the
+// partitions it led elect new leaders. Epoch must be the broker's current
+// epoch, so a fence decided against an earlier registration of the same id
+// never fences a newer process.
+type fenceBrokerCmd struct {
+	ID      int32             `json:"id"`
+	Epoch   int64             `json:"epoch"`
+	Changes []partitionChange `json:"changes,omitempty"`
+	// Controlled marks a fence asked for by the broker itself (controlled
+	// shutdown) rather than decided on a failure; it changes nothing in the
+	// image and is kept for whoever reads the log.
+	Controlled bool `json:"controlled,omitempty"`
+}
+
+// unfenceBrokerCmd unfences a broker that is alive again and applies the
+// elections that its return makes possible (offline partitions it is in
+// sync for).
+type unfenceBrokerCmd struct {
+	ID      int32             `json:"id"`
+	Epoch   int64             `json:"epoch"`
+	Changes []partitionChange `json:"changes,omitempty"`
+}
+
+// changePartitionsCmd applies partition changes decided on their own: an
+// AlterPartition (ISR change) from a partition leader, or elections of
+// offline partitions after a config change.
+type changePartitionsCmd struct {
+	Changes []partitionChange `json:"changes"`
+}
+
+func (fenceBrokerCmd) commandType() commandType      { return cmdFenceBroker }
+func (unfenceBrokerCmd) commandType() commandType    { return cmdUnfenceBroker }
+func (changePartitionsCmd) commandType() commandType { return cmdChangePartitions }

@@ -137,7 +137,13 @@ func (c *Controller) AlterConfigs(ctx context.Context, res ConfigResource, ops [
 	if validateOnly || len(changes) == 0 {
 		return nil
 	}
-	return c.apply(ctx, alterConfigsCmd{ResourceType: res.Type, ResourceName: res.Name, Changes: changes})
+	if err := c.apply(ctx, alterConfigsCmd{ResourceType: res.Type, ResourceName: res.Name, Changes: changes}); err != nil {
+		return err
+	}
+	// unclean.leader.election.enable may have changed: offline partitions
+	// may elect now.
+	c.pokeReconcile()
+	return nil
 }
 
 // alterList appends the comma-separated items of value to the list current

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,21 +52,47 @@ type Config struct {
 	// Logger receives the controller's logs; raft's own are forwarded at
 	// warn and above. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// Voters are the raft voters, controller.quorum.voters (ParseVoters).
+	// Empty means a cluster of one: raft over an in-memory transport, no
+	// serf, no port opened. Otherwise every node runs serf and raft over
+	// TCP; a node listed here is a voter, any other node a non-voter that
+	// the active controller adds when serf reports it.
+	Voters []Voter
+	// RaftAddr is the host:port raft listens on. A voter defaults to its
+	// address in Voters (which is also what it advertises); a non-voter to
+	// an ephemeral port on Host, advertised through serf.
+	RaftAddr string
+	// GossipAddr is serf's host:port (gossip.listener); port 0 picks one.
+	// Empty means Host with an ephemeral port.
+	GossipAddr string
+	// GossipJoin are serf seed addresses (gossip.join). They may include
+	// this node's own GossipAddr, so every node can be given the same list.
+	GossipJoin []string
+	// UncleanLeaderElection is the static unclean.leader.election.enable,
+	// used when neither the topic nor a dynamic broker config sets it.
+	UncleanLeaderElection bool
 }
 
 // Controller is one node's view of the metadata log and, when this node is
 // the raft leader, the active controller that decides changes to it.
 //
 // Lock order: decide, then fsm.mu. decide is held across a whole admin
-// operation (validate against the current image, then apply through raft) so
-// two concurrent operations cannot both pass validation against the same
-// image; raft apply and OnApply never take decide.
+// operation or reconcile step (validate against the current image, then
+// apply through raft) so two concurrent decisions cannot both pass
+// validation against the same image; raft apply and OnApply never take
+// decide.
 type Controller struct {
 	cfg         Config
 	log         *slog.Logger
 	fsm         *fsm
 	node        *raftNode
+	gossip      *gossip // nil for a cluster of one
 	incarnation [16]byte
+
+	// reconcileCh pokes the leadership loop to reconcile membership now;
+	// one pending poke is enough since reconcile reads the whole state.
+	reconcileCh chan struct{}
 
 	decide sync.Mutex
 
@@ -85,11 +112,20 @@ type Controller struct {
 }
 
 // Open starts this node's controller and returns once the node is part of a
-// formed cluster: raft is running, the image has caught up with the log on
-// disk, the cluster has an id, and this broker is registered with its current
-// endpoint. ctx bounds the wait. On the first start in an empty Dir, Open
-// bootstraps a one-voter raft configuration and writes the InitCluster
-// command with a new cluster id.
+// formed cluster: raft is running, the image has caught up with the log,
+// the cluster has an id, and this broker is registered with its current
+// endpoint and unfenced. ctx bounds the wait.
+//
+// A lone node (no Voters) bootstraps a one-voter raft configuration on the
+// first start in an empty Dir, elects itself at once and writes the
+// InitCluster command with a new cluster id, then registers itself.
+//
+// In a cluster Open returns once the active controller has registered and
+// unfenced this process (a new registration per process start, matched by
+// its incarnation): that command was written after this node joined, so
+// seeing it applied means the local image has caught up with the leader's
+// log at the time of joining. A non-voter gets there once the leader has
+// added it to raft and replicated the log (or a snapshot) to it.
 func Open(ctx context.Context, cfg Config) (*Controller, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("controller: Config.Dir is required")
@@ -109,6 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		log:         logger.With("component", "controller", "node", cfg.NodeID),
 		fsm:         newFSM(cfg.OnApply),
 		incarnation: newUUID(),
+		reconcileCh: make(chan struct{}, 1),
 		ready:       make(chan struct{}),
 		// raft blocks sending leadership changes; a buffer keeps it from
 		// waiting on monitorLeadership while that waits for a barrier.
@@ -116,31 +153,104 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	node, err := startRaft(cfg.Dir, cfg.NodeID, c.fsm, c.notify, c.log)
+	opts := raftOptions{dir: cfg.Dir, nodeID: cfg.NodeID, fsm: c.fsm, notify: c.notify, logger: c.log}
+	if cfg.clustered() {
+		opts.voters = cfg.Voters
+		opts.advertiseAddr = cfg.voterAddr(cfg.NodeID)
+		opts.bindAddr = cfg.RaftAddr
+		if opts.bindAddr == "" {
+			opts.bindAddr = opts.advertiseAddr
+		}
+		if opts.bindAddr == "" {
+			opts.bindAddr = net.JoinHostPort(hostOrLoopback(cfg.Host), "0")
+		}
+	}
+	node, err := startRaft(opts)
 	if err != nil {
 		return nil, err
 	}
 	c.node = node
+	if cfg.clustered() {
+		// serf starts before the leadership loop, which reads c.gossip.
+		gossipAddr := cfg.GossipAddr
+		if gossipAddr == "" {
+			gossipAddr = net.JoinHostPort(hostOrLoopback(cfg.Host), "0")
+		}
+		c.gossip, err = startGossip(gossipAddr, cfg.NodeID, c.tags(string(node.addr)), cfg.GossipJoin, c.pokeReconcile, c.log)
+		if err != nil {
+			node.shutdown()
+			return nil, err
+		}
+	}
 	go c.monitorLeadership()
 
-	select {
-	case <-c.ready:
-	case <-ctx.Done():
-		c.Close()
-		return nil, fmt.Errorf("controller: waiting for leadership: %w", ctx.Err())
+	if !cfg.clustered() {
+		select {
+		case <-c.ready:
+		case <-ctx.Done():
+			c.Close()
+			return nil, fmt.Errorf("controller: waiting for leadership: %w", ctx.Err())
+		}
+		if err := c.registerSelf(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
 	}
-	if err := c.registerSelf(ctx); err != nil {
+	if err := c.fsm.waitFor(ctx, c.joined); err != nil {
 		c.Close()
-		return nil, err
+		return nil, fmt.Errorf("controller: waiting to join the cluster (leader %d): %w", c.ActiveControllerID(), err)
 	}
 	return c, nil
 }
 
-// Close stops raft and the leadership loop. It is safe to call more than
-// once; later calls return the first call's result.
-func (c *Controller) Close() error {
+// joined reports whether img shows this process registered and unfenced.
+func (c *Controller) joined(img *Image) bool {
+	b := img.Brokers[c.cfg.NodeID]
+	return img.ClusterID != "" && b != nil && !b.Fenced && b.Incarnation == c.incarnation &&
+		b.Host == c.cfg.Host && b.Port == c.cfg.Port && b.Rack == c.cfg.Rack
+}
+
+// hostOrLoopback is host, or the loopback address if host is empty (bind
+// all interfaces), which is not an address other nodes could dial.
+func hostOrLoopback(host string) string {
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		return "127.0.0.1"
+	}
+	return host
+}
+
+// GossipAddr returns the address serf listens on, which other nodes can
+// use as a seed, or "" for a cluster of one.
+func (c *Controller) GossipAddr() string {
+	if c.gossip == nil {
+		return ""
+	}
+	return c.gossip.addr()
+}
+
+// Close stops raft, serf and the leadership loop. In a cluster it first
+// hands raft leadership to another voter if this node leads, then leaves
+// serf gracefully so the new active controller fences this broker at once
+// instead of waiting for the failure detector. (A broker should call
+// ControlledShutdown before, so its partitions already have other
+// leaders.) It is safe to call more than once; later calls return the
+// first call's result.
+func (c *Controller) Close() error { return c.close(true) }
+
+// close stops the controller; graceful=false is a crash as other nodes see
+// it (no leadership transfer, no serf leave), which tests use.
+func (c *Controller) close(graceful bool) error {
 	c.closeOnce.Do(func() {
+		if graceful && c.gossip != nil && c.leaderReady.Load() && len(c.cfg.Voters) > 1 {
+			if err := c.node.raft.LeadershipTransfer().Error(); err != nil {
+				c.log.Warn("controller leadership transfer failed", "err", err)
+			}
+		}
 		c.leaderReady.Store(false)
+		if c.gossip != nil {
+			c.gossip.shutdown(graceful)
+		}
 		// Shut raft down while monitorLeadership still drains notify, so a
 		// final leadership-lost notification never blocks the shutdown.
 		c.closeErr = c.node.shutdown()
@@ -164,109 +274,6 @@ func (c *Controller) ActiveControllerID() int32 {
 		return -1
 	}
 	return nodeIDOf(id)
-}
-
-// monitorLeadership follows raft's leadership notifications, running
-// establishLeadership in its own goroutine for as long as this node leads so
-// that a lost leadership can cancel it. It owns that goroutine and waits for
-// it before returning.
-func (c *Controller) monitorLeadership() {
-	defer close(c.done)
-	var stopLeading func() // non-nil while establishLeadership may run
-	stepDown := func() {
-		c.leaderReady.Store(false)
-		if stopLeading != nil {
-			stopLeading()
-			stopLeading = nil
-		}
-	}
-	for {
-		select {
-		case isLeader := <-c.notify:
-			if !isLeader {
-				stepDown()
-				c.log.Info("lost controller leadership")
-			} else if stopLeading == nil {
-				stopLeading = c.startLeading()
-			}
-		case <-c.stop:
-			stepDown()
-			return
-		}
-	}
-}
-
-// startLeading runs establishLeadership in a goroutine and returns the
-// function that cancels it and waits for it to end.
-func (c *Controller) startLeading() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c.establishLeadership(ctx)
-	}()
-	return func() {
-		cancel()
-		wg.Wait()
-	}
-}
-
-// establishLeadership prepares a new raft leader to act as active
-// controller. The barrier makes the FSM apply every entry of earlier terms,
-// so the image the controller decides on is complete; only then is the
-// cluster initialised if this is its first leader.
-func (c *Controller) establishLeadership(ctx context.Context) {
-	start := time.Now()
-	if err := c.node.raft.Barrier(0).Error(); err != nil {
-		c.log.Warn("leadership barrier failed", "err", err)
-		return
-	}
-	if ctx.Err() != nil {
-		return
-	}
-	c.leaderReady.Store(true)
-	if c.Image().ClusterID == "" {
-		id := NewClusterID()
-		c.decide.Lock()
-		err := c.apply(ctx, initClusterCmd{ClusterID: id})
-		c.decide.Unlock()
-		if err != nil {
-			c.log.Warn("initialise cluster failed", "err", err)
-			c.leaderReady.Store(false)
-			return
-		}
-		c.log.Info("initialised new cluster", "cluster_id", id)
-	}
-	c.log.Info("became active controller", "cluster_id", c.ClusterID(),
-		"index", c.Image().Index, "took", time.Since(start))
-	c.readyOnce.Do(func() { close(c.ready) })
-}
-
-// registerSelf registers this broker if the image does not already hold its
-// current endpoint. Registering only on change keeps restarts from growing
-// the log; the broker epoch therefore changes only with the endpoint.
-func (c *Controller) registerSelf(ctx context.Context) error {
-	c.decide.Lock()
-	defer c.decide.Unlock()
-	if b, ok := c.Image().Brokers[c.cfg.NodeID]; ok && !b.Fenced &&
-		b.Host == c.cfg.Host && b.Port == c.cfg.Port && b.Rack == c.cfg.Rack {
-		return nil
-	}
-	if err := c.requireLeader(); err != nil {
-		return fmt.Errorf("controller: register broker %d: %w", c.cfg.NodeID, err)
-	}
-	err := c.apply(ctx, registerBrokerCmd{
-		ID:          c.cfg.NodeID,
-		Host:        c.cfg.Host,
-		Port:        c.cfg.Port,
-		Rack:        c.cfg.Rack,
-		Incarnation: c.incarnation,
-	})
-	if err != nil {
-		return fmt.Errorf("controller: register broker %d: %w", c.cfg.NodeID, err)
-	}
-	return nil
 }
 
 // errNotController is returned by admin operations on a node that is not the

@@ -42,8 +42,51 @@
 // write one command and return after it has been applied. They follow
 // Kafka's rules and error codes (kerr, wrapped with %w so errors.As finds
 // the code and the rest of the text is the error message). On a node that
-// is not the active controller they return NOT_CONTROLLER; forwarding to the
-// active controller comes with multi-node clusters.
+// is not the active controller they, like AlterPartition, ControlledShutdown
+// and AllocateProducerIDs, return NOT_CONTROLLER and change nothing: the
+// broker forwards the request to the broker whose id ActiveControllerID
+// reports (KIP-590 style) or hands NOT_CONTROLLER to the client, which
+// refreshes metadata and retries. ActiveControllerID is the raft leader's
+// id on every node, voter or not, since raft server ids are node ids.
+//
+// # Cluster
+//
+// With Config.Voters empty the node is a cluster of one: raft runs on an
+// in-memory transport, no serf runs, no port is opened, and the node elects
+// itself at once. With voters (controller.quorum.voters) every node runs:
+//
+//   - raft over TCP. Voters bootstrap the same configuration on first start
+//     (hashicorp/raft accepts identical bootstraps on every voter); any
+//     other node is a raft non-voter, added by the active controller when
+//     serf reports it, so every node applies the same log and holds the
+//     same Image, like brokers replicating __cluster_metadata in KRaft.
+//   - serf (gossip.go) for membership and failure detection, tuned so a
+//     killed node is declared failed in about 200-400 ms on a LAN. Each
+//     node gossips tags: node id, Kafka host and port, rack, raft address,
+//     role (voter or broker) and its process incarnation.
+//   - the leadership loop (leader.go, reconcile.go), on the raft leader
+//     only: establishLeadership (barrier, first InitCluster), then a
+//     reconcile at once, on every serf event and every second, then
+//     revokeLeadership when raft leadership is lost. serf's event handler
+//     only pokes the loop; reconcile reads the whole member list.
+//
+// Reconcile registers alive members from their tags (a new process of a
+// broker re-registers, getting a new broker epoch; if the image still had
+// the old process unfenced it is fenced first, since a restarted disk may
+// have lost acknowledged data), unfences them, adds non-voters to raft,
+// fences failed and departed ones, and elects leaders of offline
+// partitions that can have one. Open in a cluster returns once this
+// process's own registration is applied locally and it is unfenced, which
+// proves the node has caught up with the log.
+//
+// Leader election and ISR rules are pure functions (election.go) whose
+// results are written as partition changes inside FenceBroker,
+// UnfenceBroker and ChangePartitions commands; the FSM applies a command
+// only if every change still matches the partition epoch it was decided
+// against, so decisions made on a stale image change nothing. Partition
+// leaders propose ISR changes with AlterPartition, checked as KRaft checks
+// them; a stopping broker calls ControlledShutdown to hand its leaderships
+// to other in-sync replicas before Close.
 //
 // # Choices where Kafka left room
 //
@@ -58,4 +101,16 @@
 //     without bound.
 //   - __cluster_metadata cannot be created: its partition directory is
 //     where the raft log lives.
+//   - Unclean election is resolved as topic config, then the active
+//     controller's dynamic broker config, then the cluster default, then
+//     Config.UncleanLeaderElection; a partition elected uncleanly gets an
+//     ISR of just its new leader. Setting the config elects offline
+//     partitions at once (KRaft waits for its periodic check).
+//   - A broker in controlled shutdown is fenced with ShutDown set and stays
+//     fenced while the same process gossips; KRaft keeps it "in controlled
+//     shutdown" unfenced until its session ends, which sluice has no need
+//     to distinguish.
+//   - Failure detection is serf's, not KRaft's broker heartbeats: a broker
+//     is fenced when serf declares it failed or left, or when a leader has
+//     not seen it in serf at all for three seconds after starting.
 package controller

@@ -28,6 +28,9 @@ var applyTable = map[commandType]applyFunc{
 	cmdCreatePartitions:    applyCreatePartitions,
 	cmdAlterConfigs:        applyAlterConfigs,
 	cmdAllocateProducerIDs: applyAllocateProducerIDs,
+	cmdFenceBroker:         applyFenceBroker,
+	cmdUnfenceBroker:       applyUnfenceBroker,
+	cmdChangePartitions:    applyChangePartitions,
 }
 
 // fsm is the metadata state machine driven by raft. raft calls Apply,

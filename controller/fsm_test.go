@@ -232,7 +232,8 @@ func TestCommandTypesFrozen(t *testing.T) {
 	want := map[commandType]uint8{
 		cmdInitCluster: 1, cmdRegisterBroker: 2, cmdCreateTopics: 3,
 		cmdDeleteTopics: 4, cmdCreatePartitions: 5, cmdAlterConfigs: 6,
-		cmdAllocateProducerIDs: 7,
+		cmdAllocateProducerIDs: 7, cmdFenceBroker: 8, cmdUnfenceBroker: 9,
+		cmdChangePartitions: 10,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {

@@ -38,6 +38,10 @@ type Broker struct {
 	Port   int32  `json:"port"`
 	Rack   string `json:"rack,omitempty"`
 	Fenced bool   `json:"fenced,omitempty"`
+	// ShutDown marks a broker fenced by its own controlled shutdown; the
+	// controller keeps it fenced while this incarnation is still gossiping,
+	// and a restarted process (a new incarnation) is unfenced as usual.
+	ShutDown bool `json:"shutDown,omitempty"`
 	// Epoch is the raft index of the broker's latest registration, so it
 	// grows with every re-registration as Kafka's broker epoch does (KIP-631
 	// uses the offset of the registration record).
@@ -119,6 +123,9 @@ type imageBuilder struct {
 	brokersCopied bool
 	topicsCopied  bool
 	configsCopied bool
+	// ownTopics holds the topics this builder already replaced by copies
+	// (with their own Partitions slices), which it may modify further.
+	ownTopics map[[16]byte]*Topic
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -147,6 +154,22 @@ func (b *imageBuilder) removeTopic(t *Topic) {
 	b.copyTopics()
 	delete(b.next.Topics, t.Name)
 	delete(b.next.TopicsByID, t.ID)
+}
+
+// setPartition replaces one partition of topic id, which must exist.
+func (b *imageBuilder) setPartition(id [16]byte, p *Partition) {
+	t, ok := b.ownTopics[id]
+	if !ok {
+		cp := *b.next.TopicsByID[id]
+		cp.Partitions = slices.Clone(cp.Partitions)
+		t = &cp
+		if b.ownTopics == nil {
+			b.ownTopics = map[[16]byte]*Topic{}
+		}
+		b.ownTopics[id] = t
+		b.putTopic(t)
+	}
+	t.Partitions[p.Partition] = p
 }
 
 func (b *imageBuilder) copyTopics() {

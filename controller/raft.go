@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,12 +41,54 @@ const (
 	raftCommitTimeout      = 5 * time.Millisecond
 )
 
+// Raft timing of a multi-node cluster. Heartbeats cross real sockets, and
+// a broker's raft shares its CPUs with request handling (in tests, with
+// several whole nodes), so the timeouts are four times the lone node's: a
+// leader steps down after 200 ms without hearing from a quorum, and a
+// follower stands for election 200-400 ms after the last contact from a
+// dead leader. That keeps a controller failover well under a second while
+// a busy or briefly descheduled node does not cost the cluster its
+// controller (80 ms leases flapped on a loaded two-CPU machine).
+const (
+	raftClusterHeartbeatTimeout   = 200 * time.Millisecond
+	raftClusterElectionTimeout    = 200 * time.Millisecond
+	raftClusterLeaderLeaseTimeout = 200 * time.Millisecond
+	// raftTCPMaxPool and raftTCPTimeout are the TCP transport's pooled
+	// connections per peer and its I/O deadline.
+	raftTCPMaxPool = 3
+	raftTCPTimeout = time.Second
+)
+
 // raftNode is the raft instance and the stores it owns, so Close can
 // release them in order: raft first, then the database under it.
 type raftNode struct {
 	raft  *raft.Raft
 	store *raftboltdb.BoltStore
-	trans *raft.InmemTransport
+	trans closableTransport
+	// addr is this node's raft address as other nodes dial it.
+	addr raft.ServerAddress
+}
+
+type closableTransport interface {
+	raft.Transport
+	Close() error
+}
+
+// raftOptions says how to start one node's raft.
+type raftOptions struct {
+	dir    string
+	nodeID int32
+	fsm    *fsm
+	notify chan<- bool
+	logger *slog.Logger
+	// bindAddr empty means the in-memory transport of a lone node.
+	// Otherwise raft listens on bindAddr over TCP and advertises
+	// advertiseAddr, or the bound address if that is empty.
+	bindAddr, advertiseAddr string
+	// voters is the configuration every voter bootstraps with when it has
+	// no state. A node that is not among them bootstraps nothing and waits
+	// for the active controller to add it as a non-voter.
+	voters []Voter
 }
 
 // raftServerID is the raft server id of a node: its Kafka node id in decimal,
@@ -62,18 +106,20 @@ func nodeIDOf(id raft.ServerID) int32 {
 	return int32(n)
 }
 
-// startRaft opens the stores under dir and starts raft with f as its state
-// machine, bootstrapping a one-voter configuration if dir holds no state.
-// notify receives leadership changes (true on gaining, false on losing).
+// startRaft opens the stores under o.dir and starts raft with o.fsm as its
+// state machine, bootstrapping if dir holds no state.
 //
-// The transport is in-memory: a cluster of one needs no network, and this
-// keeps a single broker from opening a port nobody asked for. Multi-node
-// replaces it with a TCP transport; nothing else here changes.
-func startRaft(dir string, nodeID int32, f *fsm, notify chan<- bool, logger *slog.Logger) (*raftNode, error) {
+// A lone node (no bindAddr) uses an in-memory transport, so a single broker
+// opens no port nobody asked for, and bootstraps itself as the only voter.
+// In a cluster every voter bootstraps the same configuration, the voters of
+// controller.quorum.voters; hashicorp/raft accepts identical bootstraps on
+// all of them, so no node has to be first. Non-voters never bootstrap.
+func startRaft(o raftOptions) (*raftNode, error) {
+	dir := o.dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: create metadata dir: %w", err)
 	}
-	hlog := newHCLog(logger, hclog.Warn).Named("raft")
+	hlog := newHCLog(o.logger, hclog.Warn).Named("raft")
 
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, raftDBFile)})
 	if err != nil {
@@ -90,39 +136,85 @@ func startRaft(dir string, nodeID int32, f *fsm, notify chan<- bool, logger *slo
 		return nil, fmt.Errorf("controller: raft snapshot store: %w", err)
 	}
 
-	id := raftServerID(nodeID)
-	addr, trans := raft.NewInmemTransport(raft.ServerAddress("sluice-controller-" + string(id)))
-
+	id := raftServerID(o.nodeID)
 	conf := raft.DefaultConfig()
 	conf.LocalID = id
 	conf.Logger = hlog
-	conf.NotifyCh = notify
+	conf.NotifyCh = o.notify
 	conf.HeartbeatTimeout = raftHeartbeatTimeout
 	conf.ElectionTimeout = raftElectionTimeout
 	conf.LeaderLeaseTimeout = raftLeaderLeaseTimeout
 	conf.CommitTimeout = raftCommitTimeout
 
+	var (
+		trans closableTransport
+		addr  raft.ServerAddress
+		boot  raft.Configuration
+	)
+	if o.bindAddr == "" {
+		var mem *raft.InmemTransport
+		addr, mem = raft.NewInmemTransport(raft.ServerAddress("sluice-controller-" + string(id)))
+		trans = mem
+		boot.Servers = []raft.Server{{Suffrage: raft.Voter, ID: id, Address: addr}}
+	} else {
+		tcp, err := newTCPTransport(o.bindAddr, o.advertiseAddr, hlog)
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		trans, addr = tcp, tcp.LocalAddr()
+		conf.HeartbeatTimeout = raftClusterHeartbeatTimeout
+		conf.ElectionTimeout = raftClusterElectionTimeout
+		conf.LeaderLeaseTimeout = raftClusterLeaderLeaseTimeout
+		for _, v := range o.voters {
+			boot.Servers = append(boot.Servers, raft.Server{
+				Suffrage: raft.Voter, ID: raftServerID(v.ID), Address: raft.ServerAddress(v.Addr)})
+		}
+	}
+	closeAll := func() {
+		trans.Close()
+		store.Close()
+	}
+
 	existing, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil {
-		store.Close()
+		closeAll()
 		return nil, fmt.Errorf("controller: inspect raft state: %w", err)
 	}
-	if !existing {
-		boot := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: id, Address: addr}}}
+	isVoter := slices.ContainsFunc(boot.Servers, func(s raft.Server) bool { return s.ID == id })
+	if !existing && isVoter {
 		if err := raft.BootstrapCluster(conf, logs, store, snaps, trans, boot); err != nil {
-			store.Close()
+			closeAll()
 			return nil, fmt.Errorf("controller: bootstrap raft: %w", err)
 		}
 	}
 
-	r, err := raft.NewRaft(conf, f, logs, store, snaps, trans)
+	r, err := raft.NewRaft(conf, o.fsm, logs, store, snaps, trans)
 	if err != nil {
-		store.Close()
+		closeAll()
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
-	n := &raftNode{raft: r, store: store, trans: trans}
+	n := &raftNode{raft: r, store: store, trans: trans, addr: addr}
 	n.electSoleVoterNow(id)
 	return n, nil
+}
+
+// newTCPTransport listens for raft on bind and advertises advertise (or
+// the bound address).
+func newTCPTransport(bind, advertise string, hlog hclog.Logger) (*raft.NetworkTransport, error) {
+	var adv net.Addr
+	if advertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", advertise)
+		if err != nil {
+			return nil, fmt.Errorf("controller: raft address %s: %w", advertise, err)
+		}
+		adv = a
+	}
+	t, err := raft.NewTCPTransportWithLogger(bind, adv, raftTCPMaxPool, raftTCPTimeout, hlog.Named("transport"))
+	if err != nil {
+		return nil, fmt.Errorf("controller: raft listener %s: %w", bind, err)
+	}
+	return t, nil
 }
 
 // electSoleVoterNow skips the first heartbeat timeout when this node is the

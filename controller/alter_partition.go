@@ -1,0 +1,138 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// AlterPartitionRequest is one partition of an AlterPartition request
+// (KIP-497, KIP-841): a partition leader proposing a new ISR after a
+// follower fell behind (shrink) or caught up (expand).
+type AlterPartitionRequest struct {
+	// BrokerID and BrokerEpoch identify the proposing leader's process;
+	// BrokerEpoch -1 skips the epoch check, as Kafka does for old versions.
+	BrokerID    int32
+	BrokerEpoch int64
+	// TopicID names the topic when non-zero, else Topic.
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+	// LeaderEpoch and PartitionEpoch are the leader's view of the
+	// partition; the proposal applies only if both are current.
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// AlterPartition commits a partition leader's ISR proposal and returns the
+// partition's new state (with the next partition epoch), or its current
+// state if the ISR is unchanged. Errors, checked as KRaft does:
+//
+//   - NOT_CONTROLLER on a node that is not the active controller, or when
+//     the request carries a leader epoch newer than this controller knows;
+//   - STALE_BROKER_EPOCH when the proposer is not registered at BrokerEpoch;
+//   - UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION for a missing partition;
+//   - FENCED_LEADER_EPOCH when the leader epoch is stale;
+//   - INVALID_REQUEST when the proposer does not lead the partition, or the
+//     ISR is not a set of assigned replicas containing the leader;
+//   - INVALID_UPDATE_VERSION when the partition epoch is stale (another
+//     change won; the leader must refresh its state and propose again);
+//   - INELIGIBLE_REPLICA when a new ISR member is fenced or shutting down.
+func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (Partition, error) {
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	if err := c.requireLeader(); err != nil {
+		return Partition{}, err
+	}
+	img := c.Image()
+	t, p, change, err := decideAlterPartition(img, req)
+	if err != nil {
+		return Partition{}, err
+	}
+	if change == nil {
+		return *p, nil
+	}
+	if err := c.apply(ctx, changePartitionsCmd{Changes: []partitionChange{*change}}); err != nil {
+		return Partition{}, err
+	}
+	nt := c.Image().TopicsByID[t.ID]
+	if nt == nil || int(req.Partition) >= len(nt.Partitions) {
+		return Partition{}, fmt.Errorf("%w: topic deleted", kerr.UnknownTopicOrPartition)
+	}
+	return *nt.Partitions[req.Partition], nil
+}
+
+// decideAlterPartition checks an AlterPartition proposal against img and
+// returns the change to commit, or a nil change if the ISR is unchanged.
+func decideAlterPartition(img *Image, req AlterPartitionRequest) (*Topic, *Partition, *partitionChange, error) {
+	b := img.Brokers[req.BrokerID]
+	if b == nil || (req.BrokerEpoch != -1 && b.Epoch != req.BrokerEpoch) {
+		return nil, nil, nil, fmt.Errorf("%w: broker %d is not registered at epoch %d", kerr.StaleBrokerEpoch, req.BrokerID, req.BrokerEpoch)
+	}
+	var t *Topic
+	if req.TopicID != ([16]byte{}) {
+		if t = img.TopicsByID[req.TopicID]; t == nil {
+			return nil, nil, nil, fmt.Errorf("%w: topic id %s does not exist", kerr.UnknownTopicID, uuidString(req.TopicID))
+		}
+	} else if t = img.Topics[req.Topic]; t == nil {
+		return nil, nil, nil, fmt.Errorf("%w: topic %s does not exist", kerr.UnknownTopicOrPartition, req.Topic)
+	}
+	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		return nil, nil, nil, fmt.Errorf("%w: %s has no partition %d", kerr.UnknownTopicOrPartition, t.Name, req.Partition)
+	}
+	p := t.Partitions[req.Partition]
+	switch {
+	case req.LeaderEpoch < p.LeaderEpoch:
+		return nil, nil, nil, fmt.Errorf("%w: %s-%d is at leader epoch %d, request has %d", kerr.FencedLeaderEpoch, t.Name, p.Partition, p.LeaderEpoch, req.LeaderEpoch)
+	case req.LeaderEpoch > p.LeaderEpoch:
+		return nil, nil, nil, fmt.Errorf("%w: %s-%d: request leader epoch %d is newer than this controller's %d", kerr.NotController, t.Name, p.Partition, req.LeaderEpoch, p.LeaderEpoch)
+	case req.BrokerID != p.Leader:
+		return nil, nil, nil, fmt.Errorf("%w: broker %d does not lead %s-%d (leader %d)", kerr.InvalidRequest, req.BrokerID, t.Name, p.Partition, p.Leader)
+	case req.PartitionEpoch != p.PartitionEpoch:
+		return nil, nil, nil, fmt.Errorf("%w: %s-%d is at partition epoch %d, request has %d", kerr.InvalidUpdateVersion, t.Name, p.Partition, p.PartitionEpoch, req.PartitionEpoch)
+	}
+	if err := checkPartitionState(p.Replicas, p.Leader, req.NewISR); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %s-%d: %v", kerr.InvalidRequest, t.Name, p.Partition, err)
+	}
+	for _, r := range req.NewISR {
+		if rb := img.Brokers[r]; rb == nil || rb.Fenced {
+			return nil, nil, nil, fmt.Errorf("%w: broker %d is fenced, shutting down or unregistered", kerr.IneligibleReplica, r)
+		}
+	}
+	if slices.Equal(req.NewISR, p.ISR) {
+		return t, p, nil, nil
+	}
+	ch := changeOf(t.ID, p, p.Leader, slices.Clone(req.NewISR))
+	return t, p, &ch, nil
+}
+
+// ControlledShutdown prepares broker brokerID to stop (Kafka's controlled
+// shutdown, KIP-631's BrokerHeartbeat with WantShutDown): it fences the
+// broker and, in the same command, removes it from every ISR it can leave
+// and moves the leadership of its partitions to the first other live ISR
+// replica. A partition whose only in-sync replica is this broker goes
+// offline (leader -1) rather than losing data, and elects it again when it
+// returns. The broker stays fenced while the same process is alive; a
+// restarted process is unfenced as usual. Returns NOT_CONTROLLER on a node
+// that is not the active controller.
+func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32) error {
+	members := c.members()
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	if err := c.requireLeader(); err != nil {
+		return err
+	}
+	if c.Image().Brokers[brokerID] == nil {
+		return fmt.Errorf("%w: broker %d is not registered", kerr.StaleBrokerEpoch, brokerID)
+	}
+	down := map[int32]bool{}
+	for _, m := range members {
+		if m.Status == memberFailed || m.Status == memberLeft {
+			down[m.ID] = true
+		}
+	}
+	return c.fenceBroker(ctx, brokerID, down, true)
+}
