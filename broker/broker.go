@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicedev/sluice/config"
 	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
 )
@@ -21,6 +22,13 @@ import (
 // metadataDirName is where the controller keeps its raft log inside the first
 // log directory; Kafka's KRaft uses the same name, and logstore skips it.
 const metadataDirName = "__cluster_metadata-0"
+
+// installFaults is nil in every normal build. Only a build with the tag
+// compatfault (fault_compatfault.go) sets it, to a function that may install
+// a router hook giving clients deliberately wrong answers: compat's
+// fault-detected row uses that build to prove the compatibility rows check
+// what clients see, not just exit codes. It runs once, before serving.
+var installFaults func(b *Broker)
 
 // Broker is one running sluice node.
 type Broker struct {
@@ -38,6 +46,10 @@ type Broker struct {
 	image atomic.Pointer[controller.Image]
 
 	pids producerIDs
+
+	// groups is the group coordinator for the __consumer_offsets
+	// partitions this node leads (groups.go).
+	groups *groups.Coordinator
 
 	mu         sync.RWMutex // guards partitions
 	partitions map[logstore.TopicPartition]*partition
@@ -101,6 +113,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	}
 	b.dir = dir
 
+	b.groups = b.newGroupCoordinator()
 	host, port := b.advertised()
 	ctrl, err := controller.Open(ctx, controller.Config{
 		NodeID:                   cfg.NodeID,
@@ -131,6 +144,9 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 
 	b.router = protocol.NewRouter(b.logger)
 	b.registerHandlers()
+	if installFaults != nil {
+		installFaults(b)
+	}
 	b.server = &protocol.Server{
 		Router:         b.router,
 		MaxRequestSize: cfg.SocketRequestMaxBytes,
@@ -139,10 +155,14 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go func() {
 		defer b.wg.Done()
 		b.serveErr <- b.server.Serve(runCtx, ln)
+	}()
+	go func() {
+		defer b.wg.Done()
+		b.runGroups(runCtx)
 	}()
 	go func() {
 		defer b.wg.Done()
@@ -209,6 +229,9 @@ func (b *Broker) shutdown(clean bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
+	// Long-polling joins and syncs are answered (NOT_COORDINATOR) so the
+	// server's drain of in-flight requests does not wait for them.
+	b.groups.Close()
 	if clean {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)

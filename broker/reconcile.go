@@ -73,7 +73,8 @@ func (b *Broker) reconcile(img *controller.Image) {
 	for _, tp := range gone {
 		b.dropPartition(tp)
 	}
-	b.image.Store(img)
+	prev := b.image.Swap(img)
+	b.reconcileGroups(prev, img)
 }
 
 // dropPartition forgets a replica and removes its log from disk.

@@ -46,7 +46,9 @@ func Start(t testing.TB, overrides ...string) *Node {
 
 func (n *Node) start(addr string) {
 	n.t.Helper()
-	ovr := append([]string{"log.dirs=" + n.Dir}, n.Overrides...)
+	// New groups do not wait for more members (Kafka's default is 3s);
+	// a test's own overrides come later and win.
+	ovr := append([]string{"log.dirs=" + n.Dir, "group.initial.rebalance.delay.ms=0"}, n.Overrides...)
 	cfg, err := config.Load("", ovr)
 	if err != nil {
 		n.t.Fatalf("sluicetest: config: %v", err)

@@ -1,0 +1,27 @@
+package broker
+
+// OffsetCommit (api key 8), versions 0–10.
+//
+// Offsets are stored as OffsetCommitKey / OffsetCommitValue records in the
+// group's partition of __consumer_offsets and the commit is answered once
+// they are committed there (acks=-1). A member must be of the group's
+// current generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+// REBALANCE_IN_PROGRESS while assignments are handed out); a simple consumer
+// (generation -1) may commit while the group has no members. v1 retention
+// fields are ignored (offsets.retention.minutes applies). v6+ keeps the
+// leader epoch (KIP-320), v7+ checks group.instance.id (KIP-345), v10 names
+// topics by id (KIP-848's topic ids). Unknown topics or partitions are
+// UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID at v10); metadata longer than
+// offset.metadata.max.bytes is OFFSET_METADATA_TOO_LARGE.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleOffsetCommit(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	return b.groups.CommitOffsets(ctx, r.Body.(*kmsg.OffsetCommitRequest)), nil
+}

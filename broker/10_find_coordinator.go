@@ -1,0 +1,82 @@
+package broker
+
+// FindCoordinator (api key 10), versions 0–6.
+//
+// The coordinator of a group (key type 0) is the leader of the group's
+// partition of __consumer_offsets, abs(hashCode(group)) % partitions with
+// Java's String.hashCode (groups.PartitionFor). The topic is created on the
+// first request that needs it, with offsets.topic.num.partitions partitions,
+// offsets.topic.replication.factor capped by the live brokers, compacted.
+// A partition without a leader is COORDINATOR_NOT_AVAILABLE; so is every
+// transaction coordinator (key type 1) until transactions exist. v4+
+// (KIP-699) batches keys and answers per key.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/groups"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	var createErr error
+	if req.CoordinatorType == 0 && len(keys) > 0 {
+		createErr = b.ensureOffsetsTopic(ctx)
+		if createErr != nil {
+			b.logger.Warn("cannot create "+offsetsTopicName, "err", createErr)
+		}
+	}
+	for _, key := range keys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key = key
+		c.NodeID, c.Port = -1, -1
+		switch {
+		case req.CoordinatorType == 1:
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case req.CoordinatorType != 0:
+			c.ErrorCode = kerr.InvalidRequest.Code
+		case createErr != nil:
+			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		default:
+			b.groupCoordinator(key, &c)
+		}
+		if c.ErrorCode != 0 {
+			c.ErrorMessage = errorMessage(kerr.ErrorForCode(c.ErrorCode))
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if req.Version < 4 && len(resp.Coordinators) == 1 {
+		c := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+		resp.Coordinators = nil
+	}
+	return resp, nil
+}
+
+// groupCoordinator fills c with the leader of group's __consumer_offsets
+// partition.
+func (b *Broker) groupCoordinator(group string, c *kmsg.FindCoordinatorResponseCoordinator) {
+	img := b.metadata()
+	t := img.Topics[offsetsTopicName]
+	if t == nil || len(t.Partitions) == 0 {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	mp := t.Partitions[groups.PartitionFor(group, int32(len(t.Partitions)))]
+	br := img.Brokers[mp.Leader]
+	if mp.Leader < 0 || br == nil || br.Fenced {
+		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
+}

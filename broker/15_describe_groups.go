@@ -1,0 +1,27 @@
+package broker
+
+// DescribeGroups (api key 15), versions 0–6.
+//
+// State, protocol type, and members (client id, host, instance id from v4)
+// of each group; the chosen protocol and each member's metadata and
+// assignment only while the group is Stable, as Kafka answers. An unknown
+// group is reported Dead without error before v6 and GROUP_ID_NOT_FOUND
+// from v6 (KIP-1043). Authorized operations (v3+, KIP-430) are not computed
+// until ACLs exist: the field keeps its "not requested" value.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleDescribeGroups(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, g := range req.Groups {
+		resp.Groups = append(resp.Groups, b.groups.Describe(req.Version, g))
+	}
+	return resp, nil
+}

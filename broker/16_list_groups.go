@@ -1,0 +1,20 @@
+package broker
+
+// ListGroups (api key 16), versions 0–5.
+//
+// Every group this node coordinates (a client asks each broker). v4+
+// filters by state (KIP-518), v5 by type (KIP-848): every group here is
+// "classic". While a __consumer_offsets partition is still loading the
+// answer carries COORDINATOR_LOAD_IN_PROGRESS with the groups loaded so far.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleListGroups(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	return b.groups.List(r.Body.(*kmsg.ListGroupsRequest)), nil
+}

@@ -1,0 +1,212 @@
+package broker
+
+// Wiring of the group coordinator (package groups) into the broker.
+//
+// The coordinator of a group is the leader of the group's partition of
+// __consumer_offsets. reconcile tells the coordinator which of those
+// partitions this node leads after every metadata change; runGroups, a
+// goroutine owned by the broker, replays newly led partitions
+// (LoadPending) and steps the coordinator's timers (Tick). The coordinator
+// reaches the partitions through offsetsLog: appends as leader that wait
+// for the high watermark (acks=-1), and reads below it.
+//
+// Lock order: the coordinator never holds its locks while calling
+// offsetsLog except group.writeMu; offsetsLog takes Broker.mu and
+// partition.mu briefly, as the produce path does.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/groups"
+	"github.com/sluicedev/sluice/logstore"
+)
+
+const offsetsTopicName = "__consumer_offsets"
+
+// groupsTickInterval is how often the coordinator's timers are stepped:
+// session timeouts and rebalance deadlines are honoured to within it.
+const groupsTickInterval = 50 * time.Millisecond
+
+func (b *Broker) newGroupCoordinator() *groups.Coordinator {
+	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
+	return groups.New(groups.Config{
+		InitialRebalanceDelay: ms(b.cfg.GroupInitialRebalanceDelayMs),
+		MinSessionTimeout:     ms(b.cfg.GroupMinSessionTimeoutMs),
+		MaxSessionTimeout:     ms(b.cfg.GroupMaxSessionTimeoutMs),
+		MaxGroupSize:          int(b.cfg.GroupMaxSize),
+		MaxMetadataSize:       int(b.cfg.OffsetMetadataMaxBytes),
+		OffsetsRetention:      time.Duration(b.cfg.OffsetsRetentionMinutes) * time.Minute,
+		LookupTopic:           b.lookupGroupTopic,
+		Now:                   b.now,
+		Logger:                b.logger.With("component", "groups"),
+	}, offsetsLog{b})
+}
+
+// lookupGroupTopic resolves a topic named in an offset commit or fetch.
+func (b *Broker) lookupGroupTopic(name string, id [16]byte) (groups.TopicInfo, bool) {
+	t := lookupTopic(b.metadata(), name == "", name, id)
+	if t == nil {
+		return groups.TopicInfo{}, false
+	}
+	return groups.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}, true
+}
+
+// reconcileGroups tells the coordinator which __consumer_offsets
+// partitions this node leads in img, and which topics of prev are gone.
+// reconcile calls it last.
+func (b *Broker) reconcileGroups(prev, img *controller.Image) {
+	if b.groups == nil {
+		return
+	}
+	if prev != nil {
+		var deleted []string
+		for name, t := range prev.Topics {
+			if now := img.Topics[name]; now == nil || now.ID != t.ID {
+				deleted = append(deleted, name)
+			}
+		}
+		b.groups.TopicsDeleted(deleted)
+	}
+	t := img.Topics[offsetsTopicName]
+	if t == nil {
+		b.groups.SetLeadership(0, nil)
+		return
+	}
+	led := make(map[int32]int32)
+	for _, mp := range t.Partitions {
+		if mp.Leader == b.cfg.NodeID && b.partition(logstore.TopicPartition{Topic: t.Name, Partition: mp.Partition}) != nil {
+			led[mp.Partition] = mp.LeaderEpoch
+		}
+	}
+	b.groups.SetLeadership(int32(len(t.Partitions)), led)
+}
+
+// runGroups loads newly led partitions, steps the coordinator's timers and
+// expires old offsets until ctx ends.
+func (b *Broker) runGroups(ctx context.Context) {
+	t := time.NewTicker(groupsTickInterval)
+	defer t.Stop()
+	retention := time.Duration(b.cfg.OffsetsRetentionCheckMs) * time.Millisecond
+	if retention <= 0 {
+		retention = 10 * time.Minute
+	}
+	expire := time.NewTicker(retention)
+	defer expire.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.groups.LoadSignal():
+			b.groups.LoadPending(ctx)
+			b.groups.PurgeDeletedTopics(ctx)
+		case <-t.C:
+			b.groups.Tick(ctx)
+		case <-expire.C:
+			b.groups.ExpireOffsets(ctx)
+		}
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does
+// when the first FindCoordinator for a group arrives.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	img := b.metadata()
+	if img.Topics[offsetsTopicName] != nil {
+		return nil
+	}
+	rf := int(b.cfg.OffsetsTopicReplicationFactor)
+	rf = max(min(rf, len(img.UnfencedBrokers())), 1)
+	compact, producer := "compact", "producer"
+	segment := strconv.Itoa(int(b.cfg.OffsetsTopicSegmentBytes))
+	res := b.ctrl.CreateTopics(ctx, []controller.CreateTopic{{
+		Name:              offsetsTopicName,
+		NumPartitions:     b.cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor: int16(rf),
+		Configs: map[string]*string{
+			"cleanup.policy":   &compact,
+			"segment.bytes":    &segment,
+			"compression.type": &producer,
+		},
+	}}, false)
+	if err := res[0].Err; err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
+		return err
+	}
+	return nil
+}
+
+// clientHost is how Kafka shows a member's address: "/" and the IP.
+func clientHost(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		return "/" + tcp.IP.String()
+	}
+	if addr == nil {
+		return ""
+	}
+	return "/" + addr.String()
+}
+
+// offsetsLog is groups.Log over this broker's replicas of __consumer_offsets.
+type offsetsLog struct{ b *Broker }
+
+var errOffsetsCommitTimeout = errors.New("broker: __consumer_offsets append not replicated within offsets.commit.timeout.ms")
+
+func (l offsetsLog) Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error {
+	b := l.b
+	p := b.partition(logstore.TopicPartition{Topic: offsetsTopicName, Partition: partition})
+	if p == nil {
+		return groups.ErrNotLeader
+	}
+	if leader, epoch := p.state(); leader != b.cfg.NodeID || epoch != leaderEpoch {
+		return groups.ErrNotLeader
+	}
+	if !p.enoughInsync() {
+		return kerr.NotEnoughReplicas
+	}
+	res, err := p.log.AppendAsLeader(batch, leaderEpoch)
+	if err != nil {
+		if errors.Is(err, logstore.ErrMessageTooLarge) || errors.Is(err, logstore.ErrRecordListTooLarge) {
+			return fmt.Errorf("%w: %v", groups.ErrRecordTooLarge, err)
+		}
+		if errors.Is(err, logstore.ErrLogClosed) {
+			return groups.ErrNotLeader
+		}
+		return err
+	}
+	p.advanceHighWatermark(b.cfg.NodeID)
+	timeout := time.Duration(b.cfg.OffsetsCommitTimeoutMs) * time.Millisecond
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	if !b.waitHighWatermark(ctx, p, res.LastOffset+1, deadline.C) {
+		return errOffsetsCommitTimeout
+	}
+	return nil
+}
+
+// offsetsReadBytes bounds one read of a __consumer_offsets partition while
+// loading; a larger batch is still returned whole.
+const offsetsReadBytes = 4 << 20
+
+func (l offsetsLog) Read(ctx context.Context, partition int32, offset int64) ([]byte, int64, error) {
+	p := l.b.partition(logstore.TopicPartition{Topic: offsetsTopicName, Partition: partition})
+	if p == nil {
+		return nil, 0, groups.ErrNotLeader
+	}
+	hw := p.highWatermark()
+	offset = max(offset, p.log.LogStartOffset())
+	if offset >= hw {
+		return nil, hw, nil
+	}
+	res, err := p.log.Read(offset, offsetsReadBytes, hw, true)
+	if err != nil {
+		return nil, hw, err
+	}
+	return res.Data, hw, nil
+}

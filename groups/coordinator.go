@@ -1,0 +1,350 @@
+package groups
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Errors the Log reports; the coordinator maps them to Kafka codes.
+var (
+	// ErrNotLeader means this node no longer leads the partition at the
+	// given leader epoch: the client must find the new coordinator.
+	ErrNotLeader = errors.New("groups: not the leader of the __consumer_offsets partition")
+	// ErrRecordTooLarge means the batch exceeds the partition's limits.
+	ErrRecordTooLarge = errors.New("groups: record batch too large")
+)
+
+// Log is the coordinator's access to the __consumer_offsets partitions this
+// node leads. The broker implements it over its replicas.
+type Log interface {
+	// Append appends one record batch (built by the coordinator, base
+	// offset 0) as the leader of partition at leaderEpoch and returns once
+	// the high watermark has passed it, as produce with acks=-1 would. It
+	// returns ErrNotLeader when the node no longer leads the partition at
+	// that epoch, ErrRecordTooLarge for a batch over the limits, and any
+	// other error when the batch may not be committed (timeout, too few
+	// in-sync replicas). The Log owns batch after the call.
+	Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error
+	// Read returns whole record batches of partition starting with the
+	// batch holding offset (an offset below the log start reads from the
+	// log start), only batches below the high watermark, and the high
+	// watermark. An empty result at an offset below the high watermark does
+	// not happen. The caller owns the returned bytes.
+	Read(ctx context.Context, partition int32, offset int64) (batches []byte, highWatermark int64, err error)
+}
+
+// TopicInfo describes a topic for offset commits and fetches.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// Config tunes a Coordinator. Durations come from the broker's group.*
+// and offsets.* settings.
+type Config struct {
+	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
+	MinSessionTimeout     time.Duration // group.min.session.timeout.ms
+	MaxSessionTimeout     time.Duration // group.max.session.timeout.ms
+	MaxGroupSize          int           // group.max.size
+	MaxMetadataSize       int           // offset.metadata.max.bytes
+	OffsetsRetention      time.Duration // offsets.retention.minutes
+	// LookupTopic resolves a topic by name, or by id when name is empty.
+	LookupTopic func(name string, id [16]byte) (TopicInfo, bool)
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Coordinator is the classic group coordinator of one node: the groups and
+// committed offsets of every __consumer_offsets partition this node leads.
+//
+// It starts no goroutines and reads no clock but cfg.Now. The broker tells
+// it which partitions it leads (SetLeadership), runs the loading of newly
+// led partitions (LoadPending, whenever LoadSignal fires) and steps its
+// timers (Tick). Join and Sync block on a channel until their rebalance
+// phase completes, which a later request or Tick does.
+//
+// Lock order: Coordinator.mu, then group.writeMu, then group.mu. The
+// coordinator lock guards only the partition table and each partition's
+// group map; nothing waits on the log under a lock except group.writeMu,
+// which orders one group's appends so that its log records follow its state.
+type Coordinator struct {
+	cfg Config
+	log Log
+
+	mu         sync.Mutex
+	partitions int32            // partition count of __consumer_offsets
+	shards     map[int32]*shard // partitions this node leads
+	loadSignal chan struct{}    // has a value when LoadPending or PurgeDeletedTopics has work
+	closed     bool
+	// deletedTopics waits for PurgeDeletedTopics.
+	deletedTopics []string
+}
+
+// shard is one led __consumer_offsets partition.
+type shard struct {
+	partition int32
+	epoch     int32
+	loaded    bool
+	groups    map[string]*group
+}
+
+// New returns a coordinator that leads nothing yet.
+func New(cfg Config, log Log) *Coordinator {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxMetadataSize <= 0 {
+		cfg.MaxMetadataSize = 4096
+	}
+	if cfg.LookupTopic == nil {
+		cfg.LookupTopic = func(string, [16]byte) (TopicInfo, bool) { return TopicInfo{}, false }
+	}
+	return &Coordinator{cfg: cfg, log: log, shards: make(map[int32]*shard), loadSignal: make(chan struct{}, 1)}
+}
+
+// SetLeadership tells the coordinator how many partitions __consumer_offsets
+// has and which of them this node leads, with their leader epochs. A newly
+// led partition (or one led at a new epoch) starts loading: its groups answer
+// COORDINATOR_LOAD_IN_PROGRESS until LoadPending has replayed it. A partition
+// no longer led is dropped and its groups answer NOT_COORDINATOR.
+func (c *Coordinator) SetLeadership(partitions int32, led map[int32]int32) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.partitions = partitions
+	var dropped []*shard
+	for p, s := range c.shards {
+		if epoch, ok := led[p]; !ok || epoch != s.epoch {
+			dropped = append(dropped, s)
+			delete(c.shards, p)
+		}
+	}
+	signal := false
+	for p, epoch := range led {
+		if _, ok := c.shards[p]; !ok {
+			c.shards[p] = &shard{partition: p, epoch: epoch, groups: make(map[string]*group)}
+			signal = true
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range dropped {
+		unload(s)
+	}
+	if signal {
+		select {
+		case c.loadSignal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close drops every partition: waiting joins and syncs are answered with
+// NOT_COORDINATOR so a stopping broker does not hang on long polls.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	shards := c.shards
+	c.shards = make(map[int32]*shard)
+	c.mu.Unlock()
+	for _, s := range shards {
+		unload(s)
+	}
+}
+
+func unload(s *shard) {
+	for _, g := range s.groups {
+		g.mu.Lock()
+		g.unloadLocked()
+		g.mu.Unlock()
+	}
+}
+
+// LoadSignal has a value whenever a partition waits to be loaded or deleted
+// topics wait to be purged: the broker then calls LoadPending and
+// PurgeDeletedTopics.
+func (c *Coordinator) LoadSignal() <-chan struct{} { return c.loadSignal }
+
+// LoadPending replays every led partition that is not loaded yet. A
+// partition whose leadership changed during the replay is left to the next
+// call.
+func (c *Coordinator) LoadPending(ctx context.Context) {
+	c.mu.Lock()
+	var todo []shard
+	for _, s := range c.shards {
+		if !s.loaded {
+			todo = append(todo, shard{partition: s.partition, epoch: s.epoch})
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(todo, func(a, b shard) int { return int(a.partition - b.partition) })
+	for _, t := range todo {
+		groups, err := c.replay(ctx, t.partition, t.epoch)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.cfg.Logger.Error("cannot load __consumer_offsets partition", "partition", t.partition, "err", err)
+			}
+			continue
+		}
+		c.mu.Lock()
+		if s := c.shards[t.partition]; s != nil && s.epoch == t.epoch && !s.loaded {
+			s.groups = groups
+			s.loaded = true
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Tick steps every group's timers to now: session timeouts, the end of a
+// join phase, the initial rebalance delay, pending members and syncs. The
+// broker calls it periodically.
+func (c *Coordinator) Tick(ctx context.Context) {
+	now := c.cfg.Now()
+	c.mu.Lock()
+	var all []*group
+	for _, s := range c.shards {
+		if s.loaded {
+			for _, g := range s.groups {
+				all = append(all, g)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for _, g := range all {
+		g.mu.Lock()
+		g.tickLocked(now)
+		dirty := g.takeDirtyLocked()
+		g.mu.Unlock()
+		if dirty {
+			c.persist(ctx, g)
+		}
+	}
+	c.reapDead()
+}
+
+// reapDead removes deleted groups from their partition's map.
+func (c *Coordinator) reapDead() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.shards {
+		for name, g := range s.groups {
+			g.mu.Lock()
+			dead := g.state == stateDead
+			g.mu.Unlock()
+			if dead {
+				delete(s.groups, name)
+			}
+		}
+	}
+}
+
+// group finds the group, creating it Empty when create is set. It returns
+// NOT_COORDINATOR when this node does not lead the group's partition and
+// COORDINATOR_LOAD_IN_PROGRESS while that partition loads; a missing group
+// without create is (nil, nil).
+func (c *Coordinator) group(name string, create bool) (*group, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.partitions <= 0 {
+		return nil, kerr.NotCoordinator
+	}
+	s := c.shards[PartitionFor(name, c.partitions)]
+	if s == nil {
+		return nil, kerr.NotCoordinator
+	}
+	if !s.loaded {
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	g := s.groups[name]
+	if g != nil {
+		g.mu.Lock()
+		dead := g.state == stateDead
+		g.mu.Unlock()
+		if dead {
+			delete(s.groups, name)
+			g = nil
+		}
+	}
+	if g == nil && create {
+		g = newGroup(name, s.partition, s.epoch, &c.cfg, c.cfg.Now())
+		s.groups[name] = g
+	}
+	return g, nil
+}
+
+// loadedGroups lists the groups of every loaded partition, and whether any
+// led partition is still loading.
+func (c *Coordinator) loadedGroups() (all []*group, loading bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.shards {
+		if !s.loaded {
+			loading = true
+			continue
+		}
+		for _, g := range s.groups {
+			all = append(all, g)
+		}
+	}
+	return all, loading
+}
+
+// persist writes the group's current metadata (taken under its lock) to
+// the log. Appends of one group are ordered by writeMu, so the last record
+// always describes the newest state.
+func (c *Coordinator) persist(ctx context.Context, g *group) error {
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	g.mu.Lock()
+	if g.unloaded {
+		g.mu.Unlock()
+		return kerr.NotCoordinator
+	}
+	rec := kv{key: groupKey(g.name), value: g.metadataValueLocked()}
+	g.mu.Unlock()
+	return c.append(ctx, g, []kv{rec})
+}
+
+// append writes records of g's partition as one batch.
+func (c *Coordinator) append(ctx context.Context, g *group, records []kv) error {
+	return c.log.Append(ctx, g.partition, g.epoch, buildBatch(records, c.cfg.Now().UnixMilli()))
+}
+
+// appendErrorCode maps a failed append to the code Kafka's coordinator
+// answers with: the client retries or finds the new coordinator.
+func appendErrorCode(err error, offsets bool) int16 {
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return ke.Code
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrRecordTooLarge) && offsets:
+		return kerr.InvalidCommitOffsetSize.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// newMemberID is Kafka's member id: the client id (or the group instance
+// id for a static member), a dash and a random UUID.
+func newMemberID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return prefix + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

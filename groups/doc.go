@@ -1,0 +1,54 @@
+// Package groups is sluice's group coordinator: classic consumer groups
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership) and
+// committed offsets, persisted in __consumer_offsets as Kafka persists them.
+//
+// # Placement
+//
+// A group lives in partition PartitionFor(group, n) of __consumer_offsets
+// and its coordinator is that partition's leader. The broker tells the
+// Coordinator which partitions it leads (SetLeadership, after every metadata
+// change); a newly led partition is replayed from its log (LoadPending) and
+// its groups answer COORDINATOR_LOAD_IN_PROGRESS until then; a partition no
+// longer led is dropped and its groups answer NOT_COORDINATOR. On a single
+// node that happens at start-up and when the topic is created.
+//
+// # Records
+//
+// Offsets are OffsetCommitKey (v1) / OffsetCommitValue (v3) records and
+// group metadata GroupMetadataKey (v2) / GroupMetadataValue (v3) records, in
+// uncompressed magic v2 batches (records.go). A nil value is a tombstone.
+// Every write goes through Log.Append, which returns once the record is
+// committed (acks=-1); memory changes only after a successful append, except
+// that a SyncGroup leader's assignment is held in memory while it is being
+// persisted and handed out only afterwards.
+//
+// # State machine
+//
+//	Empty ──join──▶ PreparingRebalance ──all joined / timeout──▶ CompletingRebalance
+//	  ▲                 ▲       │ no members                          │ leader's SyncGroup persisted
+//	  │                 │       ▼                                     ▼
+//	  └──── last leaves / expires ◀──────────────── rebalance ◀──── Stable
+//	Dead: deleted (DeleteGroups) or its partition unloaded.
+//
+// Kafka's classic rules apply: KIP-394 member ids (MEMBER_ID_REQUIRED),
+// KIP-345 static members (a restart with the same group.instance.id keeps a
+// settled group as it is, the old member id is FENCED_INSTANCE_ID),
+// group.initial.rebalance.delay.ms for a new group, group.max.size, session
+// and rebalance timeouts, and the choice of protocol by the members' votes.
+//
+// The Coordinator starts no goroutines and reads time only from Config.Now:
+// the broker calls Tick periodically to expire sessions and end join and
+// sync phases, and tests step a fake clock. JoinGroup and SyncGroup block
+// their caller on a channel until the phase completes or ctx ends.
+//
+// Lock order: Coordinator.mu, then group.writeMu, then group.mu. group.mu is
+// never held while calling Log; group.writeMu is, so that one group's
+// records reach the log in the order of its state changes.
+//
+// Offsets of groups without members expire after offsets.retention.minutes
+// (ExpireOffsets, KIP-211).
+//
+// Not yet: KIP-848 consumer groups (ConsumerGroupHeartbeat), transactional
+// offset commits, expiry of unsubscribed topics' offsets in active groups
+// (KIP-496's automatic half), removal of offsets of deleted topics.
+package groups

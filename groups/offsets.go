@@ -1,0 +1,354 @@
+package groups
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CommitOffsets handles OffsetCommit (v0–v10; v10 names topics by id). A
+// member of the current generation may commit; so may a simple consumer
+// (generation -1, no member id) while the group has no members, which
+// creates the group if needed. The commit is answered once its records are
+// committed to __consumer_offsets.
+func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	byID := req.Version >= 10
+	type target struct {
+		topic, partition int // indexes into resp
+		name             string
+		p                kmsg.OffsetCommitRequestTopicPartition
+	}
+	var todo []target
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		info, ok := c.cfg.LookupTopic(nameUnless(byID, rt.Topic), rt.TopicID)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition = rp.Partition
+			switch {
+			case !ok && byID:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case !ok || rp.Partition < 0 || rp.Partition >= info.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.Metadata != nil && len(*rp.Metadata) > c.cfg.MaxMetadataSize:
+				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				todo = append(todo, target{topic: len(resp.Topics), partition: len(st.Partitions), name: info.Name, p: rp})
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	setAll := func(code int16) *kmsg.OffsetCommitResponse {
+		for _, t := range todo {
+			resp.Topics[t.topic].Partitions[t.partition].ErrorCode = code
+		}
+		return resp
+	}
+	if len(todo) == 0 {
+		return resp
+	}
+	if req.Group == "" {
+		return setAll(kerr.InvalidGroupID.Code)
+	}
+	g, err := c.group(req.Group, req.Generation < 0)
+	if err != nil {
+		return setAll(errCode(err))
+	}
+	if g == nil {
+		return setAll(kerr.IllegalGeneration.Code)
+	}
+
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	now := c.cfg.Now()
+	g.mu.Lock()
+	code := g.checkCommitLocked(req)
+	if code == 0 && g.members[req.MemberID] != nil {
+		m := g.members[req.MemberID]
+		m.heartbeatDeadline = now.Add(m.sessionTimeout)
+	}
+	g.mu.Unlock()
+	if code != 0 {
+		return setAll(code)
+	}
+	records := make([]kv, 0, len(todo))
+	values := make([]committedOffset, 0, len(todo))
+	for _, t := range todo {
+		o := committedOffset{offset: t.p.Offset, leaderEpoch: -1, commitTimestamp: now.UnixMilli()}
+		if req.Version >= 6 {
+			o.leaderEpoch = t.p.LeaderEpoch
+		}
+		if t.p.Metadata != nil {
+			o.metadata = *t.p.Metadata
+		}
+		values = append(values, o)
+		records = append(records, kv{key: offsetKey(g.name, t.name, t.p.Partition), value: offsetValue(o)})
+	}
+	if err := c.append(ctx, g, records); err != nil {
+		return setAll(appendErrorCode(err, true))
+	}
+	g.mu.Lock()
+	if !g.unloaded {
+		for i, t := range todo {
+			g.setOffsetLocked(t.name, t.p.Partition, values[i])
+		}
+	}
+	g.mu.Unlock()
+	return resp
+}
+
+// checkCommitLocked is Kafka's classic commit check.
+func (g *group) checkCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
+	switch {
+	case g.unloaded:
+		return kerr.NotCoordinator.Code
+	case g.state == stateDead:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if req.InstanceID != nil {
+		if id, ok := g.static[*req.InstanceID]; ok && id != req.MemberID {
+			return kerr.FencedInstanceID.Code
+		}
+	}
+	switch {
+	case req.Generation < 0 && g.state == stateEmpty:
+		return 0
+	case g.state == stateCompletingRebalance:
+		return kerr.RebalanceInProgress.Code
+	case g.members[req.MemberID] == nil:
+		return kerr.UnknownMemberID.Code
+	case req.Generation != g.generation:
+		return kerr.IllegalGeneration.Code
+	}
+	return 0
+}
+
+func (g *group) setOffsetLocked(topic string, partition int32, o committedOffset) {
+	parts := g.offsets[topic]
+	if parts == nil {
+		parts = make(map[int32]committedOffset)
+		g.offsets[topic] = parts
+	}
+	parts[partition] = o
+}
+
+func nameUnless(byID bool, name string) string {
+	if byID {
+		return ""
+	}
+	return name
+}
+
+// FetchOffsets handles OffsetFetch (v0–v10; v8+ asks for several groups,
+// v10 names topics by id). Partitions without a committed offset, and
+// unknown groups, answer offset -1 without an error, as Kafka does.
+func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		var topics []kmsg.OffsetFetchRequestGroupTopic
+		if req.Topics != nil {
+			topics = []kmsg.OffsetFetchRequestGroupTopic{}
+			for _, t := range req.Topics {
+				topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+			}
+		}
+		rg := c.fetchGroup(req.Version, req.Group, topics)
+		resp.ErrorCode = rg.ErrorCode
+		for _, t := range rg.Topics {
+			st := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				sp := kmsg.OffsetFetchResponseTopicPartition{Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, ErrorCode: p.ErrorCode}
+				if rg.ErrorCode != 0 && req.Version < 2 {
+					sp.ErrorCode = rg.ErrorCode
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	}
+	for _, rg := range req.Groups {
+		resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics))
+	}
+	return resp
+}
+
+// fetchGroup answers one group; a nil topic list asks for every committed
+// offset of the group.
+func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.OffsetFetchResponseGroup{Group: name}
+	byID := version >= 10
+	g, err := c.group(name, false)
+	if err != nil {
+		out.ErrorCode = errCode(err)
+		// Before v2 the error can only travel per partition.
+		for _, t := range topics {
+			st := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic, TopicID: t.TopicID}
+			for _, p := range t.Partitions {
+				st.Partitions = append(st.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: out.ErrorCode})
+			}
+			out.Topics = append(out.Topics, st)
+		}
+		return out
+	}
+	var offsets map[string]map[int32]committedOffset
+	if g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.unloaded {
+			out.ErrorCode = kerr.NotCoordinator.Code
+			return out
+		}
+		if g.state != stateDead {
+			offsets = g.offsets
+		}
+	}
+	entry := func(p int32, o committedOffset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
+		if !ok {
+			empty := ""
+			return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: &empty}
+		}
+		md := o.metadata
+		return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: &md}
+	}
+	if topics == nil {
+		for _, name := range sortedKeys(offsets) {
+			st := kmsg.OffsetFetchResponseGroupTopic{Topic: name}
+			if byID {
+				info, ok := c.cfg.LookupTopic(name, [16]byte{})
+				if !ok {
+					continue
+				}
+				st.TopicID = info.ID
+			}
+			for _, p := range sortedKeys(offsets[name]) {
+				st.Partitions = append(st.Partitions, entry(p, offsets[name][p], true))
+			}
+			out.Topics = append(out.Topics, st)
+		}
+		return out
+	}
+	for _, t := range topics {
+		st := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic, TopicID: t.TopicID}
+		name := t.Topic
+		known := true
+		if byID {
+			info, ok := c.cfg.LookupTopic("", t.TopicID)
+			name, known = info.Name, ok
+		}
+		for _, p := range t.Partitions {
+			if !known {
+				st.Partitions = append(st.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: kerr.UnknownTopicID.Code})
+				continue
+			}
+			o, ok := offsets[name][p]
+			st.Partitions = append(st.Partitions, entry(p, o, ok))
+		}
+		out.Topics = append(out.Topics, st)
+	}
+	return out
+}
+
+// DeleteOffsets handles OffsetDelete (v0, KIP-496): offsets of an Empty
+// group, or of topics a consumer group's members do not subscribe to.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	g, err := c.group(req.Group, false)
+	if err != nil {
+		resp.ErrorCode = errCode(err)
+		return resp
+	}
+	if g == nil {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	g.mu.Lock()
+	var subscribed map[string]bool
+	switch {
+	case g.unloaded:
+		resp.ErrorCode = kerr.NotCoordinator.Code
+	case g.state == stateDead:
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	case g.state == stateEmpty:
+	case g.protocolType == "consumer":
+		subscribed = g.subscribedTopicsLocked()
+	default:
+		resp.ErrorCode = kerr.NonEmptyGroup.Code
+	}
+	if resp.ErrorCode != 0 {
+		g.mu.Unlock()
+		return resp
+	}
+	type del struct {
+		topic     string
+		partition int32
+	}
+	var dels []del
+	var records []kv
+	for _, rt := range req.Topics {
+		st := kmsg.OffsetDeleteResponseTopic{Topic: rt.Topic}
+		info, ok := c.cfg.LookupTopic(rt.Topic, [16]byte{})
+		for _, rp := range rt.Partitions {
+			sp := kmsg.OffsetDeleteResponseTopicPartition{Partition: rp.Partition}
+			switch {
+			case !ok || rp.Partition < 0 || rp.Partition >= info.Partitions:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case subscribed != nil && (subscribed[rt.Topic] || subscribed[""]):
+				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			default:
+				if _, has := g.offsets[rt.Topic][rp.Partition]; has {
+					dels = append(dels, del{rt.Topic, rp.Partition})
+					records = append(records, kv{key: offsetKey(g.name, rt.Topic, rp.Partition)})
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	g.mu.Unlock()
+	if len(records) == 0 {
+		return resp
+	}
+	if err := c.append(ctx, g, records); err != nil {
+		resp.ErrorCode = appendErrorCode(err, false)
+		resp.Topics = nil
+		return resp
+	}
+	g.mu.Lock()
+	for _, d := range dels {
+		delete(g.offsets[d.topic], d.partition)
+		if len(g.offsets[d.topic]) == 0 {
+			delete(g.offsets, d.topic)
+		}
+	}
+	g.mu.Unlock()
+	return resp
+}
+
+// subscribedTopicsLocked lists the topics the members of a consumer group
+// subscribe to, from their metadata for the chosen protocol. A member whose
+// metadata cannot be read counts as subscribed to everything (key "").
+func (g *group) subscribedTopicsLocked() map[string]bool {
+	out := make(map[string]bool)
+	for _, m := range g.members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			out[""] = true
+			continue
+		}
+		for _, t := range md.Topics {
+			out[t] = true
+		}
+	}
+	return out
+}

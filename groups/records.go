@@ -1,0 +1,214 @@
+package groups
+
+// The coordinator's records in __consumer_offsets use Kafka's own formats, so
+// a partition written by sluice reads the same as one written by Kafka (and
+// Kafka's tools that dump the topic understand it):
+//
+//	key   int16 version | fields                      value
+//	  0,1 OffsetCommitKey (group, topic, partition)   OffsetCommitValue v3 (offset, leader epoch, metadata, commit timestamp)
+//	  2   GroupMetadataKey (group)                    GroupMetadataValue v3 (protocol type, generation, protocol, leader, members)
+//
+// A nil value is a tombstone: the offset or the group is deleted, and
+// compaction eventually drops every older record of the same key. The
+// coordinator writes records in uncompressed magic v2 batches with no
+// producer id, one batch per operation so an operation is applied whole or
+// not at all.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Record key versions, frozen by Kafka's format.
+const (
+	offsetCommitKeyVersion  = 1
+	groupMetadataKeyVersion = 2
+	// offsetCommitValueVersion 3 is the newest non-flexible value with the
+	// leader epoch; groupMetadataValueVersion 3 carries instance ids.
+	offsetCommitValueVersion  = 3
+	groupMetadataValueVersion = 3
+)
+
+// ErrCorruptRecord is returned when a record of __consumer_offsets cannot be
+// decoded.
+var ErrCorruptRecord = errors.New("groups: corrupt record in __consumer_offsets")
+
+// batch header layout (magic v2): the CRC covers attributes to the end.
+const (
+	batchHeaderSize = 61
+	posLength       = 8
+	posMagic        = 16
+	posCRC          = 17
+	posAttributes   = 21
+	posRecordCount  = 57
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// kv is one record to write: a nil value is a tombstone.
+type kv struct {
+	key, value []byte
+}
+
+// buildBatch encodes records as one uncompressed magic v2 batch with base
+// offset 0; the log assigns the real offsets and the leader epoch.
+func buildBatch(records []kv, timestamp int64) []byte {
+	var raw []byte
+	for i, r := range records {
+		raw = appendRecord(raw, kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value})
+	}
+	b := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		LastOffsetDelta:      int32(len(records) - 1),
+		FirstTimestamp:       timestamp,
+		MaxTimestamp:         timestamp,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(records)),
+		Records:              raw,
+	}
+	b.Length = int32(batchHeaderSize - 12 + len(raw)) // the bytes after the length field
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[posCRC:], crc32.Checksum(out[posAttributes:], castagnoli))
+	return out
+}
+
+// appendRecord appends r with its varint length prefix.
+func appendRecord(dst []byte, r kmsg.Record) []byte {
+	r.Length = 0
+	body := r.AppendTo(nil)[1:] // a zero length is one varint byte
+	dst = binary.AppendVarint(dst, int64(len(body)))
+	return append(dst, body...)
+}
+
+// parsedRecord is one record read back from the log.
+type parsedRecord struct {
+	offset     int64
+	key, value []byte
+}
+
+// parseBatches walks whole batches, calling fn for each record of each
+// uncompressed data batch. It returns the offset after the last batch.
+// Control batches are skipped; a compressed batch (which the coordinator
+// never writes) is skipped as well rather than guessed at.
+func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err error) {
+	next = -1
+	for len(data) > 0 {
+		if len(data) < batchHeaderSize {
+			break // a partial batch at the end of a read
+		}
+		base := int64(binary.BigEndian.Uint64(data))
+		size := int(binary.BigEndian.Uint32(data[posLength:])) + 12
+		if size < batchHeaderSize || data[posMagic] != 2 {
+			return next, fmt.Errorf("%w: bad batch header at offset %d", ErrCorruptRecord, base)
+		}
+		if size > len(data) {
+			break
+		}
+		batch := data[:size]
+		data = data[size:]
+		lastDelta := int32(binary.BigEndian.Uint32(batch[23:]))
+		next = base + int64(lastDelta) + 1
+		attrs := int16(binary.BigEndian.Uint16(batch[posAttributes:]))
+		if attrs&0x07 != 0 || attrs&0x20 != 0 {
+			continue
+		}
+		count := int(int32(binary.BigEndian.Uint32(batch[posRecordCount:])))
+		recs := batch[batchHeaderSize:]
+		for i := 0; i < count; i++ {
+			length, n := binary.Varint(recs)
+			if n <= 0 || length < 0 || int64(len(recs)-n) < length {
+				return next, fmt.Errorf("%w: bad record length in batch at offset %d", ErrCorruptRecord, base)
+			}
+			var r kmsg.Record
+			if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
+				return next, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+			}
+			recs = recs[n+int(length):]
+			if err := fn(parsedRecord{offset: base + int64(r.OffsetDelta), key: r.Key, value: r.Value}); err != nil {
+				return next, err
+			}
+		}
+	}
+	return next, nil
+}
+
+func offsetKey(group, topic string, partition int32) []byte {
+	k := kmsg.OffsetCommitKey{Version: offsetCommitKeyVersion, Group: group, Topic: topic, Partition: partition}
+	return k.AppendTo(nil)
+}
+
+func offsetValue(o committedOffset) []byte {
+	v := kmsg.NewOffsetCommitValue()
+	v.Version = offsetCommitValueVersion
+	v.Offset = o.offset
+	v.LeaderEpoch = o.leaderEpoch
+	v.Metadata = o.metadata
+	v.CommitTimestamp = o.commitTimestamp
+	return v.AppendTo(nil)
+}
+
+func groupKey(group string) []byte {
+	k := kmsg.GroupMetadataKey{Version: groupMetadataKeyVersion, Group: group}
+	return k.AppendTo(nil)
+}
+
+// decodedKey is a record key of either kind.
+type decodedKey struct {
+	isGroup   bool
+	group     string
+	topic     string
+	partition int32
+}
+
+func decodeKey(b []byte) (decodedKey, error) {
+	if len(b) < 2 {
+		return decodedKey{}, fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(b))
+	}
+	switch version := int16(binary.BigEndian.Uint16(b)); version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(b); err != nil {
+			return decodedKey{}, fmt.Errorf("%w: offset commit key: %v", ErrCorruptRecord, err)
+		}
+		return decodedKey{group: k.Group, topic: k.Topic, partition: k.Partition}, nil
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(b); err != nil {
+			return decodedKey{}, fmt.Errorf("%w: group metadata key: %v", ErrCorruptRecord, err)
+		}
+		return decodedKey{isGroup: true, group: k.Group}, nil
+	default:
+		// Newer Kafka writes other record types here (KIP-848 consumer
+		// groups, share groups); this coordinator does not know them.
+		return decodedKey{}, errUnknownKey
+	}
+}
+
+var errUnknownKey = errors.New("groups: unknown record key version")
+
+func decodeOffsetValue(b []byte) (committedOffset, error) {
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(b); err != nil {
+		return committedOffset{}, fmt.Errorf("%w: offset commit value: %v", ErrCorruptRecord, err)
+	}
+	epoch := v.LeaderEpoch
+	if v.Version < 3 {
+		epoch = -1
+	}
+	return committedOffset{offset: v.Offset, leaderEpoch: epoch, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp}, nil
+}
+
+func decodeGroupValue(b []byte) (*kmsg.GroupMetadataValue, error) {
+	v := new(kmsg.GroupMetadataValue)
+	if err := v.ReadFrom(b); err != nil {
+		return nil, fmt.Errorf("%w: group metadata value: %v", ErrCorruptRecord, err)
+	}
+	return v, nil
+}
