@@ -40,10 +40,27 @@ type rowEnv struct {
 
 // allRows lists the rows in the order they run.
 func allRows() []row {
-	return []row{
+	rows := []row{
 		kgoSuiteRow(),
 		kcatRoundTripRow(),
+		kcatMetadataRow(),
+		pythonConfluentRow(),
+		faultDetectedRow(),
+		// Kafka's Java tools (java_*_test.go).
+		javaAPIVersionsRow(),
+		javaTopicsRow(),
+		javaConfigsRow(),
+		javaGetOffsetsRow(),
+		javaDeleteRecordsRow(),
+		javaLogDirsRow(),
+		javaConsoleRow(),
+		javaDumpLogRow(),
+		javaProducerPerfRow(),
+		javaVerifiableProducerRow(),
+		javaConsumerPerfRow(),
+		javaVerifiableConsumerRow(),
 	}
+	return rows
 }
 
 // result is what a row reports.
@@ -59,7 +76,7 @@ func (r result) String() string {
 	if !r.passed {
 		status = "FAIL"
 	}
-	return fmt.Sprintf("%-12s %s %8.1fs  %s", r.name, status, r.elapsed.Seconds(), r.first)
+	return fmt.Sprintf("%-26s %s %8.1fs  %s", r.name, status, r.elapsed.Seconds(), r.first)
 }
 
 // TestCompat runs every row against a freshly built sluice. It is skipped

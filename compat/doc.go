@@ -7,7 +7,11 @@
 //
 //   - kgo: franz-go's own integration suite (github.com/twmb/franz-go/pkg/kgo
 //     at the version in go.mod), minus the tests listed in kgo_excluded.txt;
-//   - kcat: a 100,000-message keyed round trip through kcat (librdkafka).
+//   - kcat: a 100,000-message keyed round trip through kcat (librdkafka);
+//   - kafka-*: Apache Kafka 4.1.1's command-line tools (java_*_test.go),
+//     run through the launchers in compat/bin/ from jars that
+//     compat/kafkatools/fetch.sh fetches with Maven into a cache outside
+//     the repository.
 //
 // Each row reports its name, PASS or FAIL, its duration and its first failure
 // line. A tool a row needs that is not on PATH fails the row: a compat row

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # scripts/test-all.sh: the one command that tests sluice, locally and in CI.
 #
-# Installs what is missing (kcat through apt, Go modules), then runs, timing
-# each step: gofmt, go vet, go test ./..., a short fuzz of the protocol
-# decoder, and the compat rows (compat/: franz-go's kgo suite and a kcat round
-# trip against a freshly built ./cmd/sluice). Every step runs even after one
+# Installs what is missing (kcat through apt, Kafka's tool jars through
+# Maven, Go modules), then runs, timing each step: gofmt, go vet, go test
+# ./..., a short fuzz of the protocol decoder, and the compat rows (compat/:
+# franz-go's kgo suite, kcat, Kafka's Java tools and other clients against a
+# freshly built ./cmd/sluice). Every step runs even after one
 # fails; the exit status is non-zero if any failed.
 #
 # Environment:
@@ -66,6 +67,31 @@ install_tools() {
 			ok=1
 	fi
 	command -v kcat >/dev/null && echo "kcat: $(command -v kcat)"
+	# confluent-kafka for Python (the py-confluent compat row) from Debian,
+	# for Debian's own python3: a pyenv or venv python3 earlier on PATH does
+	# not see it, so the row runs /usr/bin/python3.
+	if ! /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
+		echo "python3-confluent-kafka missing: installing it with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-confluent-kafka >/dev/null ||
+			ok=1
+	fi
+	/usr/bin/python3 -c 'import confluent_kafka as c; print("confluent-kafka:", c.version()[0], "librdkafka:", c.libversion()[0])' || ok=1
+	# Kafka's Java tools (compat/bin/, the kafka-* compat rows): Kafka
+	# 4.1.1's jars, fetched with Maven into a cache outside the repository
+	# (compat/kafkatools/fetch.sh; instant when already there).
+	if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+		echo "java or mvn missing: installing them with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless maven >/dev/null ||
+			ok=1
+	fi
+	local kafka_libs
+	if kafka_libs=$(compat/kafkatools/fetch.sh); then
+		echo "kafka tools: $(tail -n 1 <<<"$kafka_libs")"
+	else
+		ok=1
+	fi
 	go mod download || ok=1
 	return $ok
 }
