@@ -10,7 +10,10 @@ package broker
 // the leader's append; acks=-1 after the high watermark passes the batch, i.e.
 // every in-sync replica has it, or REQUEST_TIMED_OUT after the request's
 // timeout. acks=-1 with fewer in-sync replicas than min.insync.replicas is
-// NOT_ENOUGH_REPLICAS before anything is written. v13 (KIP-516) addresses
+// NOT_ENOUGH_REPLICAS before anything is written; if the high watermark
+// passes the batch while the ISR is below min.insync.replicas (it shrank
+// during the wait) the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, and a
+// leadership lost during the wait is NOT_LEADER_OR_FOLLOWER, as in Kafka. v13 (KIP-516) addresses
 // topics by id. v10+ carries the partition's current leader in a tagged field
 // on NOT_LEADER_OR_FOLLOWER (KIP-951).
 
@@ -37,6 +40,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 	type acked struct {
 		topic, part int
 		p           *partition
+		epoch       int32
 		next        int64
 	}
 	var waits []acked
@@ -51,7 +55,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p, last, err := b.producePartition(img, topic, req, rp, &sp)
+			p, epoch, last, err := b.producePartition(img, topic, req, rp, &sp)
 			if err != nil {
 				failed = true
 				sp.ErrorCode = errorCode(err)
@@ -66,7 +70,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 					sp.ErrorMessage = errorMessage(err)
 				}
 			} else if req.Acks == -1 {
-				waits = append(waits, acked{topic: i, part: j, p: p, next: last + 1})
+				waits = append(waits, acked{topic: i, part: j, p: p, epoch: epoch, next: last + 1})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -87,68 +91,76 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 		deadline := time.NewTimer(timeout)
 		defer deadline.Stop()
 		for _, w := range waits {
-			if !b.waitHighWatermark(ctx, w.p, w.next, deadline.C) {
-				sp := &resp.Topics[w.topic].Partitions[w.part]
-				sp.ErrorCode = kerr.RequestTimedOut.Code
-			}
+			sp := &resp.Topics[w.topic].Partitions[w.part]
+			sp.ErrorCode = b.waitAcks(ctx, w.p, w.epoch, w.next, deadline.C)
 		}
 	}
 	return resp, nil
 }
 
-// waitHighWatermark blocks until p's high watermark reaches next, the
-// deadline fires or ctx ends. It reports whether the high watermark got there.
-func (b *Broker) waitHighWatermark(ctx context.Context, p *partition, next int64, deadline <-chan time.Time) bool {
+// waitAcks blocks until p's high watermark reaches next (the records
+// appended at leader epoch are on every ISR member), the leadership is lost,
+// the deadline fires or ctx ends, and returns the partition's error code
+// (see partition.ackResult); running out of time is REQUEST_TIMED_OUT.
+func (b *Broker) waitAcks(ctx context.Context, p *partition, epoch int32, next int64, deadline <-chan time.Time) int16 {
+	self := b.cfg.NodeID
 	for {
 		ch := p.watch()
-		if p.highWatermark() >= next {
-			return true
+		if code, done := p.ackResult(self, epoch, next); done {
+			return code
 		}
 		select {
 		case <-ch:
 		case <-deadline:
-			return p.highWatermark() >= next
+			if code, done := p.ackResult(self, epoch, next); done {
+				return code
+			}
+			return kerr.RequestTimedOut.Code
 		case <-ctx.Done():
-			return p.highWatermark() >= next
+			if code, done := p.ackResult(self, epoch, next); done {
+				return code
+			}
+			return kerr.RequestTimedOut.Code
 		}
 	}
 }
 
 // producePartition appends one partition's batches and fills in the
-// offsets; it returns the replica and the last offset written.
-func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (*partition, int64, error) {
+// offsets; it returns the replica, the leader epoch it appended at and the
+// last offset written.
+func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (*partition, int32, int64, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
-		return nil, 0, kerr.InvalidRequiredAcks
+		return nil, 0, 0, kerr.InvalidRequiredAcks
 	}
 	if topic == nil {
 		if req.Version >= 13 {
-			return nil, 0, kerr.UnknownTopicID
+			return nil, 0, 0, kerr.UnknownTopicID
 		}
-		return nil, 0, kerr.UnknownTopicOrPartition
+		return nil, 0, 0, kerr.UnknownTopicOrPartition
 	}
 	if rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions) {
-		return nil, 0, kerr.UnknownTopicOrPartition
+		return nil, 0, 0, kerr.UnknownTopicOrPartition
 	}
 	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
 	if p == nil {
-		return nil, 0, kerr.NotLeaderForPartition
+		return nil, 0, 0, kerr.NotLeaderForPartition
 	}
 	leader, epoch := p.state()
 	if leader != b.cfg.NodeID {
-		return nil, 0, kerr.NotLeaderForPartition
+		return nil, 0, 0, kerr.NotLeaderForPartition
 	}
 	if req.Acks == -1 && !p.enoughInsync() {
-		return nil, 0, kerr.NotEnoughReplicas
+		return nil, 0, 0, kerr.NotEnoughReplicas
 	}
 	res, err := p.log.AppendAsLeader(rp.Records, epoch)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	sp.BaseOffset = res.FirstOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
-	p.advanceHighWatermark(b.cfg.NodeID)
-	return p, res.LastOffset, nil
+	p.appendedAsLeader(b.cfg.NodeID)
+	return p, epoch, res.LastOffset, nil
 }
 
 func setProduceCurrentLeader(topic *controller.Topic, partition int32, sp *kmsg.ProduceResponseTopicPartition) {
@@ -166,4 +178,23 @@ func produceBrokers(img *controller.Image) []kmsg.ProduceResponseBroker {
 		out = append(out, kmsg.ProduceResponseBroker{NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: rackPtr(br.Rack)})
 	}
 	return out
+}
+
+// waitHighWatermark blocks until p's high watermark reaches next, the
+// deadline fires or ctx ends. It reports whether the high watermark got
+// there. The group coordinator waits on it for its own offset commits.
+func (b *Broker) waitHighWatermark(ctx context.Context, p *partition, next int64, deadline <-chan time.Time) bool {
+	for {
+		ch := p.watch()
+		if p.highWatermark() >= next {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return p.highWatermark() >= next
+		case <-ctx.Done():
+			return p.highWatermark() >= next
+		}
+	}
 }

@@ -6,8 +6,16 @@ package broker
 // stable offset equals it until transactions exist); a replica fetch (replica
 // id >= 0, v15+ in ReplicaState) reads up to the log end offset. MaxWaitMillis
 // and MinBytes make a long poll: when less than MinBytes are available the
-// request waits for any of its partitions' high watermarks to move, and is
-// answered as soon as enough data arrived or the wait ran out. MaxBytes caps
+// request waits for any of its partitions' high watermarks to move (a
+// replica fetch: for any append, since a follower waits for data beyond its
+// own log end offset), and is answered as soon as enough data arrived or the
+// wait ran out.
+//
+// A replica fetch is also the follower's report of its progress: its
+// FetchOffset is its log end offset, which the leader records with the time
+// it was last caught up (replica_leader.go) before reading, so the high
+// watermark can advance and the ISR can shrink or grow. A replica id that is
+// not an assigned replica gets NOT_LEADER_OR_FOLLOWER, as in Kafka. MaxBytes caps
 // the response and PartitionMaxBytes each partition, except that the first
 // partition with data always gets at least one whole batch (KIP-74) so a
 // batch larger than the limits can still be consumed.
@@ -109,7 +117,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 				}
 			}
 			if p != nil {
-				watches = append(watches, p.watch())
+				if replicaID >= 0 {
+					watches = append(watches, p.watchAppended())
+				} else {
+					watches = append(watches, p.watch())
+				}
 			}
 			total += len(sp.RecordBatches)
 			st.Partitions = append(st.Partitions, sp)
@@ -136,6 +148,9 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	if err != nil {
 		return nil, err
 	}
+	if replicaID >= 0 && !p.isReplica(replicaID) {
+		return nil, kerr.NotLeaderForPartition
+	}
 	hw := p.highWatermark()
 	sp.HighWatermark = hw
 	sp.LastStableOffset = hw
@@ -152,6 +167,16 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 
 	maxOffset := hw
 	if replicaID >= 0 {
+		brokerEpoch := int64(-1)
+		if req.Version >= 15 {
+			brokerEpoch = req.ReplicaState.Epoch
+		}
+		if _, expand := p.recordFollowerFetch(b.cfg.NodeID, replicaID, brokerEpoch, rp.FetchOffset, b.now()); expand {
+			b.kickISR()
+		}
+		// The follower's progress may have moved the high watermark.
+		sp.HighWatermark = p.highWatermark()
+		sp.LastStableOffset = sp.HighWatermark
 		maxOffset = p.log.LogEndOffset()
 	}
 	limit := int(rp.PartitionMaxBytes)

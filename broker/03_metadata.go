@@ -37,7 +37,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 			}
 		}
 		if len(create) > 0 {
-			results := b.ctrl.CreateTopics(ctx, create, false)
+			results := b.createTopics(ctx, create, false)
 			createErr := make(map[string]error)
 			for _, res := range results {
 				if res.Err != nil && errorCode(res.Err) != kerr.TopicAlreadyExists.Code {

@@ -49,7 +49,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		}
 		create = append(create, ct)
 	}
-	results := b.ctrl.CreateTopics(ctx, create, req.ValidateOnly)
+	results := b.createTopics(ctx, create, req.ValidateOnly)
 	byName := make(map[string]controller.CreateTopicResult, len(results))
 	for _, res := range results {
 		byName[res.Name] = res

@@ -55,7 +55,7 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 			ids = append(ids, t.id)
 		}
 	}
-	results := b.ctrl.DeleteTopics(ctx, names, ids)
+	results := b.deleteTopics(ctx, names, ids)
 	// Results come back names first, then ids, in request order.
 	ni, ii := 0, len(names)
 	for _, t := range topics {

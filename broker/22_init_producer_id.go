@@ -56,11 +56,11 @@ func (b *Broker) nextProducerID(ctx context.Context) (int64, error) {
 	b.pids.mu.Lock()
 	defer b.pids.mu.Unlock()
 	if b.pids.next >= b.pids.end {
-		first, err := b.ctrl.AllocateProducerIDs(ctx, b.cfg.NodeID, producerIDBlockSize)
+		first, n, err := b.allocateProducerIDs(ctx, producerIDBlockSize)
 		if err != nil {
 			return 0, err
 		}
-		b.pids.next, b.pids.end = first, first+producerIDBlockSize
+		b.pids.next, b.pids.end = first, first+n
 	}
 	id := b.pids.next
 	b.pids.next++

@@ -23,7 +23,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *protocol.Request) (k
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		res, err := b.configResource(img, int8(rr.ResourceType), rr.ResourceName)
+		res, err := b.configResourceFor(ctx, img, int8(rr.ResourceType), rr.ResourceName)
 		ops := make([]controller.ConfigOp, 0, len(rr.Configs))
 		if err == nil {
 			for _, c := range rr.Configs {
@@ -32,7 +32,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *protocol.Request) (k
 			err = checkClusterDefault(res, ops)
 		}
 		if err == nil {
-			err = b.ctrl.AlterConfigs(ctx, res, ops, false, req.ValidateOnly)
+			err = b.alterConfigs(ctx, res, ops, false, req.ValidateOnly)
 		}
 		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Resources = append(resp.Resources, sr)

@@ -36,7 +36,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 		}
 		reqs = append(reqs, cp)
 	}
-	results := b.ctrl.CreatePartitions(ctx, reqs, req.ValidateOnly)
+	results := b.createPartitions(ctx, reqs, req.ValidateOnly)
 	byName := make(map[string]error, len(results))
 	for _, res := range results {
 		byName[res.Topic] = res.Err

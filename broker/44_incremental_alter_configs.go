@@ -24,7 +24,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *protocol.
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		res, err := b.configResource(img, int8(rr.ResourceType), rr.ResourceName)
+		res, err := b.configResourceFor(ctx, img, int8(rr.ResourceType), rr.ResourceName)
 		ops := make([]controller.ConfigOp, 0, len(rr.Configs))
 		if err == nil {
 			for _, c := range rr.Configs {
@@ -33,7 +33,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *protocol.
 			err = checkClusterDefault(res, ops)
 		}
 		if err == nil {
-			err = b.ctrl.AlterConfigs(ctx, res, ops, true, req.ValidateOnly)
+			err = b.alterConfigs(ctx, res, ops, true, req.ValidateOnly)
 		}
 		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Resources = append(resp.Resources, sr)

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,15 @@ type Broker struct {
 	image atomic.Pointer[controller.Image]
 
 	pids producerIDs
+
+	// peers is the inter-broker client that forwards controller requests
+	// to the active controller's broker (forward.go).
+	peers peerClient
+
+	// appliedMu guards applied, which is closed and replaced after every
+	// reconciled image so forwarded requests can wait for their effect.
+	appliedMu sync.Mutex
+	applied   chan struct{}
 
 	// groups is the group coordinator for the __consumer_offsets
 	// partitions this node leads (groups.go).
@@ -90,14 +101,20 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		now:        opts.Now,
 		partitions: make(map[logstore.TopicPartition]*partition),
 		serveErr:   make(chan error, 1),
+		applied:    make(chan struct{}),
+	}
+	voters, err := controller.ParseVoters(strings.Join(cfg.ControllerQuorumVoters, ","))
+	if err != nil {
+		return nil, fmt.Errorf("broker: controller.quorum.voters: %w", err)
+	}
+	kafkaListener, raftListener, err := splitListeners(cfg)
+	if err != nil {
+		return nil, err
 	}
 
 	ln := opts.Listener
 	if ln == nil {
-		if len(cfg.Listeners) == 0 {
-			return nil, errors.New("broker: listeners is empty")
-		}
-		l := cfg.Listeners[0]
+		l := kafkaListener
 		var err error
 		ln, err = net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
 		if err != nil {
@@ -115,18 +132,28 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 
 	b.groups = b.newGroupCoordinator()
 	host, port := b.advertised()
+	var raftAddr string
+	if raftListener != nil && isVoter(voters, cfg.NodeID) {
+		raftAddr = net.JoinHostPort(raftListener.Host, strconv.Itoa(int(raftListener.Port)))
+	}
 	ctrl, err := controller.Open(ctx, controller.Config{
 		NodeID:                   cfg.NodeID,
 		Dir:                      filepath.Join(cfg.LogDirs[0], metadataDirName),
 		Host:                     host,
 		Port:                     port,
+		Rack:                     cfg.BrokerRack,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		ValidateBrokerConfig:     config.ValidateBrokerDynamic,
 		IsListConfig:             isListConfig,
-		OnApply:                  b.reconcile,
+		OnApply:                  b.onApply,
 		Logger:                   b.logger, // the controller adds component=controller itself
+		Voters:                   voters,
+		RaftAddr:                 raftAddr,
+		GossipAddr:               cfg.GossipListener,
+		GossipJoin:               cfg.GossipJoin,
+		UncleanLeaderElection:    cfg.UncleanLeaderElection,
 	})
 	if err != nil {
 		dir.Close(nil)
@@ -155,6 +182,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
+	b.startReplication(runCtx)
 	b.wg.Add(3)
 	go func() {
 		defer b.wg.Done()
@@ -176,24 +204,86 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 // is actually bound to (which differs from listeners when the port is 0 or
 // a test handed in its own listener).
 func (b *Broker) advertised() (string, int32) {
-	if _, set := b.cfg.Get("advertised.listeners"); set && len(b.cfg.AdvertisedListeners) > 0 {
-		l := b.cfg.AdvertisedListeners[0]
-		if l.Port != 0 && l.Host != "" {
-			return l.Host, l.Port
+	l, _, _ := splitListeners(b.cfg)
+	if _, set := b.cfg.Get("advertised.listeners"); set {
+		for _, a := range b.cfg.AdvertisedListeners {
+			if a.Name == l.Name && a.Port != 0 && a.Host != "" {
+				return a.Host, a.Port
+			}
 		}
 	}
 	addr := b.ln.Addr().(*net.TCPAddr)
 	host := addr.IP.String()
-	if len(b.cfg.Listeners) > 0 && b.cfg.Listeners[0].Host != "" && !addr.IP.IsUnspecified() {
-		host = b.cfg.Listeners[0].Host
+	if l.Host != "" && !addr.IP.IsUnspecified() {
+		host = l.Host
 	}
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
-		if len(b.cfg.Listeners) > 0 && b.cfg.Listeners[0].Host != "" {
-			host = b.cfg.Listeners[0].Host
+		if l.Host != "" {
+			host = l.Host
 		}
 	}
 	return host, int32(addr.Port)
+}
+
+// splitListeners picks the Kafka listener, the first one not named in
+// controller.listener.names, and the controller (raft) listener, the first
+// one that is; raft is nil when there is none.
+func splitListeners(cfg *config.Broker) (kafka config.Listener, raft *config.Listener, err error) {
+	controllerNames := cfg.ControllerListenerNames()
+	found := false
+	for i, l := range cfg.Listeners {
+		if slices.Contains(controllerNames, strings.ToUpper(l.Name)) {
+			if raft == nil {
+				raft = &cfg.Listeners[i]
+			}
+			continue
+		}
+		if !found {
+			kafka, found = l, true
+		}
+	}
+	if !found {
+		return config.Listener{}, nil, errors.New("broker: listeners has no Kafka listener (every one is a controller listener)")
+	}
+	return kafka, raft, nil
+}
+
+func isVoter(voters []controller.Voter, id int32) bool {
+	for _, v := range voters {
+		if v.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// onApply is the controller's OnApply: it reconciles the node with img and
+// then wakes whoever waits for an image (waitApplied).
+func (b *Broker) onApply(img *controller.Image) {
+	b.reconcile(img)
+	b.appliedMu.Lock()
+	close(b.applied)
+	b.applied = make(chan struct{})
+	b.appliedMu.Unlock()
+}
+
+// waitApplied blocks until the reconciled image has applied the raft index
+// index, or ctx ends.
+func (b *Broker) waitApplied(ctx context.Context, index uint64) error {
+	for {
+		b.appliedMu.Lock()
+		ch := b.applied
+		b.appliedMu.Unlock()
+		if img := b.metadata(); img != nil && img.Index >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Addr is the address the Kafka listener is bound to.
@@ -226,6 +316,11 @@ func (b *Broker) shutdown(clean bool) error {
 	if !b.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	if clean {
+		// Leaderships move to other in-sync replicas while this node still
+		// answers, so clients find the new leaders at once.
+		b.controlledShutdown()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
@@ -241,6 +336,8 @@ func (b *Broker) shutdown(clean bool) error {
 	if !clean {
 		b.server.Shutdown(ctx)
 	}
+	b.stopReplication()
+	b.peers.close()
 	b.wg.Wait()
 	if err := b.ctrl.Close(); err != nil {
 		errs = append(errs, err)

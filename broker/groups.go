@@ -126,7 +126,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	rf = max(min(rf, len(img.UnfencedBrokers())), 1)
 	compact, producer := "compact", "producer"
 	segment := strconv.Itoa(int(b.cfg.OffsetsTopicSegmentBytes))
-	res := b.ctrl.CreateTopics(ctx, []controller.CreateTopic{{
+	res := b.createTopics(ctx, []controller.CreateTopic{{
 		Name:              offsetsTopicName,
 		NumPartitions:     b.cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: int16(rf),

@@ -1,60 +1,112 @@
 package broker
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
 )
 
 // partition is this node's replica of one topic partition: its log and what
-// the metadata image says about it (leader, epoch, ISR). The high watermark
-// is owned here: it is the minimum log end offset over the ISR, and consumers
-// only see records below it.
+// the metadata image says about it (leader, epochs, ISR). The high watermark
+// is owned here. On the leader it is the minimum log end offset over the
+// ISR (replica_leader.go keeps each follower's); on a follower it is what
+// the leader last reported, capped by the local log end offset
+// (replica_fetcher.go). Consumers only see records below it.
 type partition struct {
 	tp      logstore.TopicPartition
 	topicID [16]byte
 	log     *logstore.Log
 
-	mu          sync.Mutex // guards the fields below and waiters
-	leader      int32
-	leaderEpoch int32
-	replicas    []int32
-	isr         []int32
+	mu             sync.Mutex // guards the fields below and waiters
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
 	// minInsync is the topic's min.insync.replicas, refreshed from the
 	// metadata image so the produce path does not resolve configs.
 	minInsync int
-	// waiters is closed and replaced whenever the high watermark or the
-	// log start offset moves, waking long-polling fetches.
+	// waiters is closed and replaced whenever the high watermark, the log
+	// start offset, the leadership or the ISR changes, waking consumers'
+	// long polls and acks=-1 producers.
 	waiters chan struct{}
+	// appended is closed and replaced on every append on the leader: a
+	// follower's long poll waits for data beyond its own log end offset,
+	// which is above the high watermark.
+	appended chan struct{}
+
+	// Leader-only state (replica_leader.go), reset whenever this node
+	// becomes leader at a new leader epoch.
+	followers map[int32]*followerState
+	// epochStartOffset is the log end offset when this node became leader:
+	// a follower joins the ISR only once it has everything up to here, so
+	// it holds every record of earlier epochs this leader kept.
+	epochStartOffset int64
+	// isrInFlight is set while an AlterPartition for this partition is
+	// outstanding (at most one at a time); pendingISR is then the union of
+	// the committed and the proposed ISR (KIP-497's maximal ISR), which the
+	// high watermark is computed over until the controller answers.
+	isrInFlight bool
+	pendingISR  []int32
+	// isrBlocked is set when the controller rejected a proposal as stale
+	// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION); no new proposal is
+	// made until the metadata image changes the partition.
+	isrBlocked bool
 
 	hw atomic.Int64
 }
 
 func newPartition(tp logstore.TopicPartition, topicID [16]byte, log *logstore.Log) *partition {
 	return &partition{
-		tp:      tp,
-		topicID: topicID,
-		log:     log,
-		leader:  -1,
-		waiters: make(chan struct{}),
+		tp:       tp,
+		topicID:  topicID,
+		log:      log,
+		leader:   -1,
+		waiters:  make(chan struct{}),
+		appended: make(chan struct{}),
 	}
 }
 
 // highWatermark is the offset below which records are committed.
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
 
-// update applies what the metadata image says about this partition.
-func (p *partition) update(self int32, mp *controller.Partition, minInsync int) {
+// update applies what the metadata image says about this partition. An
+// image older than what an AlterPartition answer already told this leader
+// (same leader epoch, lower partition epoch) keeps the newer ISR.
+func (p *partition) update(self int32, mp *controller.Partition, minInsync int, now time.Time) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.minInsync = minInsync
+	leaderChanged := p.leader != mp.Leader || p.leaderEpoch != mp.LeaderEpoch
+	if !leaderChanged && mp.PartitionEpoch < p.partitionEpoch {
+		return
+	}
+	if leaderChanged || mp.PartitionEpoch != p.partitionEpoch {
+		p.isrBlocked = false
+	}
 	p.leader = mp.Leader
 	p.leaderEpoch = mp.LeaderEpoch
+	p.partitionEpoch = mp.PartitionEpoch
 	p.replicas = append(p.replicas[:0], mp.Replicas...)
 	p.isr = append(p.isr[:0], mp.ISR...)
-	p.mu.Unlock()
-	p.advanceHighWatermark(self)
+	if p.leader != self {
+		p.followers = nil
+		p.pendingISR = nil
+	} else if leaderChanged {
+		p.becomeLeaderLocked(self, now)
+	} else {
+		p.syncFollowersLocked(self, now)
+	}
+	if leaderChanged {
+		p.wakeAppendedLocked()
+	}
+	// The ISR or the leadership may have changed: acks=-1 waiters recheck.
+	p.wakeLocked()
+	p.advanceHighWatermarkLocked(self)
 }
 
 // state returns the leader and leader epoch under the lock.
@@ -72,29 +124,35 @@ func (p *partition) enoughInsync() bool {
 	return len(p.isr) >= p.minInsync
 }
 
+// isReplica reports whether id is in the assigned replicas.
+func (p *partition) isReplica(id int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.replicas, id)
+}
+
+// appendedAsLeader is called after every leader append: it wakes waiting
+// follower fetches and moves the high watermark if the ISR allows.
+func (p *partition) appendedAsLeader(self int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wakeAppendedLocked()
+	p.advanceHighWatermarkLocked(self)
+}
+
 // advanceHighWatermark recomputes the high watermark after an append or an
-// ISR change. On a leader whose ISR is only itself, the high watermark is the
-// log end offset; replication from followers (tracked per follower) joins
-// this computation when the cluster grows beyond one node.
+// ISR change.
 func (p *partition) advanceHighWatermark(self int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.leader != self {
-		return
-	}
-	leo := p.log.LogEndOffset()
-	if len(p.isr) == 1 && p.isr[0] == self {
-		if leo > p.hw.Load() {
-			p.hw.Store(leo)
-			p.wakeLocked()
-		}
-	}
+	p.advanceHighWatermarkLocked(self)
 }
 
 // wake wakes every fetch waiting on this partition.
 func (p *partition) wake() {
 	p.mu.Lock()
 	p.wakeLocked()
+	p.wakeAppendedLocked()
 	p.mu.Unlock()
 }
 
@@ -104,9 +162,22 @@ func (p *partition) wakeLocked() {
 	p.waiters = make(chan struct{})
 }
 
+// wakeAppendedLocked wakes follower fetches. Lock should be held.
+func (p *partition) wakeAppendedLocked() {
+	close(p.appended)
+	p.appended = make(chan struct{})
+}
+
 // watch returns a channel closed at the next high watermark move.
 func (p *partition) watch() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.waiters
+}
+
+// watchAppended returns a channel closed at the next append.
+func (p *partition) watchAppended() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.appended
 }

@@ -13,6 +13,13 @@ import (
 // this node gets a log (created or reopened), a partition no longer in the
 // image (its topic was deleted) loses its log, and topic config changes reach
 // the open logs.
+//
+// Leadership changes take effect here too (partition.update): a node that
+// becomes leader keeps its high watermark and resets its follower tracking
+// (ISR members assumed at the high watermark); a node that becomes follower
+// stops serving clients at once, and the replica manager, woken at the end,
+// hands the partition to a fetcher for its new leader, which truncates it by
+// leader epoch before appending anything.
 func (b *Broker) reconcile(img *controller.Image) {
 	if img == nil {
 		return
@@ -59,7 +66,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 			} else if p.log.Config() != logCfg {
 				p.log.SetConfig(logCfg)
 			}
-			p.update(self, mp, minInsync)
+			p.update(self, mp, minInsync, b.now())
 		}
 	}
 	b.mu.RLock()
@@ -75,6 +82,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 	}
 	prev := b.image.Swap(img)
 	b.reconcileGroups(prev, img)
+	b.kickReplication()
 }
 
 // dropPartition forgets a replica and removes its log from disk.

@@ -447,6 +447,22 @@ func parseProtocolMap(s string) (map[string]string, error) {
 	return m, nil
 }
 
+// ControllerListenerNames returns controller.listener.names, upper case;
+// CONTROLLER when unset. Those listeners carry raft, not Kafka clients.
+func (b *Broker) ControllerListenerNames() []string {
+	s, ok := b.Get("controller.listener.names")
+	if !ok || strings.TrimSpace(s) == "" {
+		return []string{"CONTROLLER"}
+	}
+	var names []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // SecurityProtocol returns the security protocol of the named listener from
 // listener.security.protocol.map.
 func (b *Broker) SecurityProtocol(listener string) string {
@@ -477,6 +493,13 @@ func (b *Broker) Validate() error {
 	protocols, err := parseProtocolMap(protoMap)
 	if err != nil {
 		return invalid("listener.security.protocol.map", "%v", err)
+	}
+	// As in KRaft, a controller listener missing from the map speaks
+	// PLAINTEXT, so listeners = "PLAINTEXT://…,CONTROLLER://…" needs no map.
+	for _, n := range b.ControllerListenerNames() {
+		if protocols[n] == "" {
+			protocols[n] = "PLAINTEXT"
+		}
 	}
 	names := map[string]bool{}
 	for _, l := range b.Listeners {

@@ -21,7 +21,7 @@ var brokerKeyList = []keyDef{
 	bk("process.roles", TypeList, v("broker,controller"), ro, "Roles of this node. Every sluice node is a broker and a raft member, so this is accepted for compatibility.", eachOf("broker", "controller")),
 	bk("controller.quorum.voters", TypeList, v(""), ro, "Raft voters as id@host:port. Empty: the first nodes to form the cluster become voters."),
 	bk("controller.quorum.bootstrap.servers", TypeList, v(""), ro, "Accepted; no effect in sluice (nodes find each other through gossip.join)."),
-	bk("controller.listener.names", TypeList, nil, ro, "Accepted; no effect in sluice (the controller is reached over raft, not a Kafka listener)."),
+	bk("controller.listener.names", TypeList, nil, ro, "Names of the listeners that carry the raft metadata quorum (controller.quorum.voters), not Kafka clients. Empty: CONTROLLER."),
 	bk("gossip.listener", TypeString, v(""), ro, "sluice: host:port serf binds to for membership gossip. Empty: chosen by the controller package."),
 	bk("gossip.join", TypeList, v(""), ro, "sluice: serf addresses (host:port) of existing members to join at start. Empty: start a new cluster."),
 	bk("broker.rack", TypeString, nil, ro, "Rack of this broker, used for rack-aware replica placement."),

@@ -7,6 +7,7 @@ package sluicetest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -28,6 +29,7 @@ type Node struct {
 	Overrides []string
 	Broker    *broker.Broker
 	addr      string
+	name      string // set for cluster nodes, tags their log lines
 }
 
 // Start starts a single node with the given broker property overrides
@@ -46,12 +48,20 @@ func Start(t testing.TB, overrides ...string) *Node {
 
 func (n *Node) start(addr string) {
 	n.t.Helper()
+	if err := n.open(addr, 30*time.Second); err != nil {
+		n.t.Fatalf("sluicetest: %v", err)
+	}
+}
+
+// open starts the broker with its Kafka listener on addr; it does not fail
+// the test, so cluster nodes can start from several goroutines at once.
+func (n *Node) open(addr string, timeout time.Duration) error {
 	// New groups do not wait for more members (Kafka's default is 3s);
 	// a test's own overrides come later and win.
 	ovr := append([]string{"log.dirs=" + n.Dir, "group.initial.rebalance.delay.ms=0"}, n.Overrides...)
 	cfg, err := config.Load("", ovr)
 	if err != nil {
-		n.t.Fatalf("sluicetest: config: %v", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	var ln net.Listener
 	// A restarted node must come back on the same port: clients and the
@@ -65,17 +75,22 @@ func (n *Node) start(addr string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		n.t.Fatalf("sluicetest: listen: %v", err)
+		return fmt.Errorf("listen: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(testWriter{n.t}, &slog.HandlerOptions{Level: logLevel()}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if n.name != "" {
+		logger = logger.With("test_node", n.name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln})
 	if err != nil {
-		n.t.Fatalf("sluicetest: start broker: %v", err)
+		ln.Close()
+		return fmt.Errorf("start broker: %w", err)
 	}
 	n.Broker = b
 	n.addr = b.Addr()
+	return nil
 }
 
 // Addr is the node's Kafka listener address.

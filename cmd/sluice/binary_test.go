@@ -95,6 +95,7 @@ type sluiceProc struct {
 	dir    string
 	stderr *lockedBuffer
 	ready  string        // the "sluice ready:" line
+	readyc chan string   // receives the ready line
 	done   chan struct{} // closed when the process has exited
 	err    error         // cmd.Wait's result, set before done is closed
 }
@@ -118,7 +119,16 @@ func startSluice(t *testing.T, dir string, port int, extra ...string) *sluicePro
 // the given arguments and waits for a ready line naming addr.
 func startProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 	t.Helper()
-	p := &sluiceProc{t: t, addr: addr, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := spawnProc(t, addr, cwd, args...)
+	p.waitReady()
+	return p
+}
+
+// spawnProc starts the binary like startProc but does not wait for it to
+// be ready (nodes of a cluster must start together); call waitReady.
+func spawnProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
+	t.Helper()
+	p := &sluiceProc{t: t, addr: addr, stderr: &lockedBuffer{}, done: make(chan struct{}), readyc: make(chan string, 1)}
 	p.cmd = exec.Command(sluiceBin, args...)
 	p.cmd.Dir = cwd
 	p.cmd.Stderr = p.stderr
@@ -129,13 +139,12 @@ func startProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start sluice: %v", err)
 	}
-	readyc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if line := sc.Text(); strings.HasPrefix(line, "sluice ready:") {
 				select {
-				case readyc <- line:
+				case p.readyc <- line:
 				default:
 				}
 			}
@@ -151,8 +160,16 @@ func startProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 			t.Logf("sluice pid %d stderr:\n%s", p.cmd.Process.Pid, p.stderr.String())
 		}
 	})
+	return p
+}
+
+// waitReady waits for the process's ready line, which must name its address.
+func (p *sluiceProc) waitReady() {
+	t := p.t
+	t.Helper()
+	addr := p.addr
 	select {
-	case p.ready = <-readyc:
+	case p.ready = <-p.readyc:
 	case <-p.done:
 		t.Fatalf("sluice exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
 	case <-time.After(waitTimeout):
@@ -161,7 +178,6 @@ func startProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 	if !strings.Contains(p.ready, addr) {
 		t.Fatalf("ready line %q does not name %s", p.ready, addr)
 	}
-	return p
 }
 
 // pid is the process id.

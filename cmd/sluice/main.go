@@ -84,6 +84,10 @@ func run(start time.Time, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if len(cfg.ControllerQuorumVoters) > 0 {
+		logger.Info("joining the cluster; ready once the controller quorum has registered this node",
+			"node_id", cfg.NodeID, "voters", strings.Join(cfg.ControllerQuorumVoters, ","), "gossip_join", strings.Join(cfg.GossipJoin, ","))
+	}
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	b, err := broker.New(startCtx, cfg, broker.Options{Logger: logger})
 	cancel()

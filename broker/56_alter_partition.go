@@ -1,0 +1,74 @@
+package broker
+
+// AlterPartition (api key 56), versions 0–3 (KIP-497, KIP-841, KIP-903).
+//
+// A partition leader proposes a new ISR to the active controller, which
+// checks it against the broker's epoch, the leader epoch and the partition
+// epoch before committing it (controller.AlterPartition). Leaders on other
+// nodes send it through forward.go (Broker.alterPartition). v0–1 name
+// topics, v2+ give topic ids; v3 lists the new ISR with broker epochs
+// (NewEpochISR), of which sluice uses the ids: the controller refuses
+// fenced or shutting-down members (INELIGIBLE_REPLICA) itself.
+//
+// NOT_CONTROLLER and STALE_BROKER_EPOCH are request-level errors, as in
+// Kafka; every other error belongs to its partition. LeaderRecoveryState is
+// always 0 (recovered): sluice does not elect uncleanly into a recovering
+// state.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleAlterPartition(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.AlterPartitionRequest)
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.Topic, st.TopidID = rt.Topic, rt.TopicID // kmsg spells it TopidID
+		for _, rp := range rt.Partitions {
+			ap := controller.AlterPartitionRequest{
+				BrokerID:       req.BrokerID,
+				BrokerEpoch:    req.BrokerEpoch,
+				Partition:      rp.Partition,
+				LeaderEpoch:    rp.LeaderEpoch,
+				PartitionEpoch: rp.PartitionEpoch,
+				NewISR:         rp.NewISR,
+			}
+			if req.Version >= 2 {
+				ap.TopicID = rt.TopicID
+			} else {
+				ap.Topic = rt.Topic
+			}
+			if req.Version >= 3 {
+				ap.NewISR = make([]int32, 0, len(rp.NewEpochISR))
+				for _, e := range rp.NewEpochISR {
+					ap.NewISR = append(ap.NewISR, e.BrokerID)
+				}
+			}
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition = rp.Partition
+			p, err := b.ctrl.AlterPartition(ctx, ap)
+			if errors.Is(err, kerr.NotController) || errors.Is(err, kerr.StaleBrokerEpoch) {
+				resp.ErrorCode = errorCode(err)
+				resp.Topics = nil
+				return resp, nil
+			}
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+			} else {
+				sp.LeaderID, sp.LeaderEpoch, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.PartitionEpoch
+				sp.ISR = p.ISR
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,89 @@
+package broker
+
+// The follower's side of a partition: every change to a follower's log
+// goes through these methods, which hold partition.mu and first check that
+// the node still follows the same leader at the same leader epoch, so a
+// fetch response that was in flight while the image made this node leader
+// (or moved it to another leader) can never write into the log.
+
+// following reports whether the partition is still followed from leader at
+// leaderEpoch. Lock should be held.
+func (p *partition) followingLocked(leader, leaderEpoch int32) bool {
+	return p.leader == leader && p.leaderEpoch == leaderEpoch
+}
+
+// appendAsFollower appends batches fetched from leader at leaderEpoch.
+func (p *partition) appendAsFollower(leader, leaderEpoch int32, records []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.followingLocked(leader, leaderEpoch) {
+		return nil
+	}
+	_, err := p.log.AppendAsFollower(records)
+	return err
+}
+
+// truncateByEpoch truncates after the leader answered that its epoch
+// divEpoch (the newest it has not above what this log last fetched) ends at
+// divEnd: everything from the first offset where the two logs may differ is
+// removed. That offset is the smaller of divEnd and where this log's own
+// divEpoch (or the newest epoch before it) ends; when the two logs do not
+// share divEpoch the next fetch, with the truncated log's latest epoch,
+// narrows it further until they agree.
+func (p *partition) truncateByEpoch(leader, leaderEpoch, divEpoch int32, divEnd int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.followingLocked(leader, leaderEpoch) {
+		return nil
+	}
+	target := divEnd
+	if localEpoch, localEnd := p.log.EndOffsetForEpoch(divEpoch); localEpoch >= 0 && localEnd >= 0 && localEnd < target {
+		target = localEnd
+	}
+	if target < 0 {
+		target = 0
+	}
+	if err := p.log.TruncateTo(target); err != nil {
+		return err
+	}
+	p.clampHighWatermarkLocked()
+	return nil
+}
+
+// truncateFully empties the log; the caller fetches from the leader's log
+// start offset next.
+func (p *partition) truncateFully(leader, leaderEpoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.followingLocked(leader, leaderEpoch) {
+		return nil
+	}
+	if err := p.log.TruncateTo(0); err != nil {
+		return err
+	}
+	p.clampHighWatermarkLocked()
+	return nil
+}
+
+// clampHighWatermarkLocked keeps the high watermark at or below the log end
+// offset after a truncation. Lock should be held.
+func (p *partition) clampHighWatermarkLocked() {
+	if leo := p.log.LogEndOffset(); p.hw.Load() > leo {
+		p.hw.Store(leo)
+	}
+}
+
+// setFollowerHighWatermark takes the high watermark the leader reported,
+// capped by what this log holds (Kafka's min(leader HW, local LEO)).
+func (p *partition) setFollowerHighWatermark(leader int32, leaderHW int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leader != leader {
+		return
+	}
+	hw := max(min(leaderHW, p.log.LogEndOffset()), p.log.LogStartOffset())
+	if hw != p.hw.Load() {
+		p.hw.Store(hw)
+		p.wakeLocked()
+	}
+}

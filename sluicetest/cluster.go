@@ -1,0 +1,323 @@
+package sluicetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Cluster is n in-process sluice nodes on loopback forming one cluster:
+// node ids 1..n, the first min(3, n) raft voters, every node gossiping
+// with every other.
+type Cluster struct {
+	t     testing.TB
+	nodes []*Node // nodes[i] has node id i+1
+}
+
+// clusterStartTimeout bounds the formation of a cluster: every node's
+// broker.New returns once it is registered and unfenced.
+const clusterStartTimeout = 30 * time.Second
+
+// StartCluster starts n nodes concurrently (the voters must see each other
+// to elect a controller) with short timings: replica.lag.time.max.ms=1000
+// and no initial rebalance delay. overrides (key=value) apply to every node
+// and win over the cluster's own settings, except node.id, listeners and
+// the quorum and gossip addresses. Ports are reserved on 127.0.0.1 and the
+// whole cluster is started again on fresh ports if one was taken in
+// between.
+func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("sluicetest: StartCluster needs at least one node, got %d", n)
+	}
+	c := &Cluster{t: t}
+	t.Cleanup(c.closeAll)
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = c.tryStart(dirs, overrides); err == nil {
+			return c
+		}
+		c.closeAll()
+		if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		t.Logf("sluicetest: a reserved port was taken, starting the cluster again: %v", err)
+	}
+	t.Fatalf("sluicetest: start cluster: %v", err)
+	return nil
+}
+
+func (c *Cluster) tryStart(dirs []string, overrides []string) error {
+	n := len(dirs)
+	voters := min(3, n)
+	kafka, err := reservePorts(n, false)
+	if err != nil {
+		return err
+	}
+	raft, err := reservePorts(voters, false)
+	if err != nil {
+		return err
+	}
+	gossip, err := reservePorts(n, true)
+	if err != nil {
+		return err
+	}
+	var quorum []string
+	for i := range voters {
+		quorum = append(quorum, fmt.Sprintf("%d@%s", i+1, raft[i]))
+	}
+	joinList := strings.Join(gossip, ",")
+	c.nodes = make([]*Node, n)
+	for i := range n {
+		listeners := "PLAINTEXT://" + kafka[i]
+		if i < voters {
+			listeners += ",CONTROLLER://" + raft[i]
+		}
+		ovr := []string{
+			"replica.lag.time.max.ms=1000",
+			"group.initial.rebalance.delay.ms=0",
+		}
+		ovr = append(ovr, overrides...)
+		ovr = append(ovr,
+			"node.id="+strconv.Itoa(i+1),
+			"listeners="+listeners,
+			"controller.quorum.voters="+strings.Join(quorum, ","),
+			"gossip.listener="+gossip[i],
+			"gossip.join="+joinList,
+		)
+		c.nodes[i] = &Node{t: c.t, Dir: dirs[i], Overrides: ovr, addr: kafka[i], name: "node" + strconv.Itoa(i+1)}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, node := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := node.open(node.addr, clusterStartTimeout); err != nil {
+				errs[i] = fmt.Errorf("node %d: %w", i+1, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// reservePorts finds n free loopback ports (free for UDP too when udp is
+// set, as serf uses both) and returns them as host:port. They are released
+// before returning, so another process may take one before the node
+// binds it; StartCluster then starts over.
+func reservePorts(n int, udp bool) ([]string, error) {
+	var addrs []string
+	var closers []func()
+	defer func() {
+		for _, f := range closers {
+			f()
+		}
+	}()
+	for len(addrs) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, func() { ln.Close() })
+		addr := ln.Addr().String()
+		if udp {
+			pc, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				continue // the UDP port is busy; try another
+			}
+			closers = append(closers, func() { pc.Close() })
+		}
+		addrs = append(addrs, addr)
+	}
+	return addrs, nil
+}
+
+// closeAll stops every node cleanly, one at a time and the raft voters
+// last, so each stopping broker still finds a controller to hand its
+// leaderships to.
+func (c *Cluster) closeAll() {
+	for i := len(c.nodes) - 1; i >= 0; i-- {
+		if n := c.nodes[i]; n != nil && n.Broker != nil {
+			n.Broker.Close()
+		}
+	}
+}
+
+// Size is the number of nodes.
+func (c *Cluster) Size() int { return len(c.nodes) }
+
+// Node returns the node with node id id (1..n).
+func (c *Cluster) Node(id int) *Node {
+	c.t.Helper()
+	if id < 1 || id > len(c.nodes) {
+		c.t.Fatalf("sluicetest: no node %d in a cluster of %d", id, len(c.nodes))
+	}
+	return c.nodes[id-1]
+}
+
+// Kill stops node id as kill -9 leaves its files: nothing synced,
+// checkpointed or marked clean. (Its controller still leaves serf and
+// hands over raft leadership on the way out; a true kill -9 is only
+// possible with the binary, see cmd/sluice's tests.)
+func (c *Cluster) Kill(id int) {
+	c.t.Helper()
+	c.Node(id).Broker.Crash()
+}
+
+// Stop stops node id cleanly (controlled shutdown first).
+func (c *Cluster) Stop(id int) {
+	c.t.Helper()
+	c.Node(id).Stop()
+}
+
+// Restart starts node id again on the same ports and data directory; a
+// running node is stopped cleanly first.
+func (c *Cluster) Restart(id int) {
+	c.t.Helper()
+	n := c.Node(id)
+	n.Broker.Close() // a no-op when it was already stopped or killed
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := n.open(n.addr, clusterStartTimeout)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || !strings.Contains(err.Error(), "address already in use") {
+			c.t.Fatalf("sluicetest: restart node %d: %v", id, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Addrs are the Kafka listener addresses of every node, running or not.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.addr
+	}
+	return addrs
+}
+
+// Client returns a franz-go client seeded with every node, closed at the
+// end of the test.
+func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Addrs()...)}, opts...)...)
+	if err != nil {
+		c.t.Fatalf("sluicetest: client: %v", err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client seeded with every node.
+func (c *Cluster) Admin(opts ...kgo.Opt) *kadm.Client {
+	return kadm.NewClient(c.Client(opts...))
+}
+
+// metadata asks a running node for the cluster's metadata (all topics).
+func (c *Cluster) metadata(ctx context.Context) (*kmsg.MetadataResponse, error) {
+	var lastErr error = errors.New("no node is running")
+	for _, n := range c.nodes {
+		if n.Broker == nil {
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.RequestRetries(0))
+		if err != nil {
+			return nil, err
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctx, cl)
+		cl.Close()
+		if err == nil {
+			return resp, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// WaitForBrokers waits until Metadata lists exactly n brokers and a
+// controller.
+func (c *Cluster) WaitForBrokers(n int) {
+	c.t.Helper()
+	WaitFor(c.t, 15*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := c.metadata(ctx)
+		if err != nil {
+			return err
+		}
+		if len(resp.Brokers) != n || resp.ControllerID < 0 {
+			return fmt.Errorf("metadata lists %d brokers (want %d), controller %d", len(resp.Brokers), n, resp.ControllerID)
+		}
+		return nil
+	})
+}
+
+// WaitForISR waits until partition of topic has a leader and an ISR of
+// size replicas.
+func (c *Cluster) WaitForISR(topic string, partition int32, size int) {
+	c.t.Helper()
+	WaitFor(c.t, 20*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := c.metadata(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range resp.Topics {
+			if t.Topic == nil || *t.Topic != topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				if p.Partition != partition {
+					continue
+				}
+				if p.Leader < 0 || len(p.ISR) != size {
+					return fmt.Errorf("%s-%d: leader %d, ISR %v (want %d)", topic, partition, p.Leader, p.ISR, size)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("%s-%d not in metadata", topic, partition)
+	})
+}
+
+// Controller returns the node id of the active controller as Metadata
+// reports it, waiting for there to be one.
+func (c *Cluster) Controller() int {
+	c.t.Helper()
+	var id int32 = -1
+	WaitFor(c.t, 15*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := c.metadata(ctx)
+		if err != nil {
+			return err
+		}
+		if resp.ControllerID < 0 || !slices.ContainsFunc(resp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == resp.ControllerID }) {
+			return fmt.Errorf("no live controller (metadata says %d)", resp.ControllerID)
+		}
+		id = resp.ControllerID
+		return nil
+	})
+	return int(id)
+}
