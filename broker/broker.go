@@ -62,6 +62,11 @@ type Broker struct {
 	// partitions this node leads (groups.go).
 	groups *groups.Coordinator
 
+	// replicas is the follower fetchers and ISR goroutine
+	// (replica_manager.go), set between startReplication and
+	// stopReplication.
+	replicas atomic.Pointer[replicaManager]
+
 	mu         sync.RWMutex // guards partitions
 	partitions map[logstore.TopicPartition]*partition
 

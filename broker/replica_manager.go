@@ -27,11 +27,6 @@ import (
 	"github.com/sluicedev/sluice/logstore"
 )
 
-// replicaManagers maps a *Broker to its running *replicaManager.
-// TODO(integration): this belongs in a Broker field; it lives here only so
-// broker.go stays untouched while the cluster wiring is in flight.
-var replicaManagers sync.Map
-
 // replicaManager is the follower fetchers and ISR goroutine of one broker.
 type replicaManager struct {
 	b       *Broker
@@ -57,7 +52,7 @@ func (b *Broker) startReplication(ctx context.Context) {
 		cancel:   cancel,
 		fetchers: make(map[int32]*fetcher),
 	}
-	if _, loaded := replicaManagers.LoadOrStore(b, rm); loaded {
+	if !b.replicas.CompareAndSwap(nil, rm) {
 		cancel()
 		return
 	}
@@ -76,21 +71,17 @@ func (b *Broker) startReplication(ctx context.Context) {
 // them, including AlterPartition calls in flight. The broker calls it on
 // shutdown before closing the logs.
 func (b *Broker) stopReplication() {
-	v, ok := replicaManagers.LoadAndDelete(b)
-	if !ok {
+	rm := b.replicas.Swap(nil)
+	if rm == nil {
 		return
 	}
-	rm := v.(*replicaManager)
 	rm.cancel()
 	rm.wg.Wait()
 }
 
-func (b *Broker) replication() *replicaManager {
-	if v, ok := replicaManagers.Load(b); ok {
-		return v.(*replicaManager)
-	}
-	return nil
-}
+// replication is the running replica manager, nil before start and after
+// stop.
+func (b *Broker) replication() *replicaManager { return b.replicas.Load() }
 
 // kickReplication tells the manager the image changed. It never blocks: it
 // runs on the controller's apply goroutine.

@@ -44,20 +44,25 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	}
 	c := &Cluster{t: t}
 	t.Cleanup(c.closeAll)
-	dirs := make([]string, n)
-	for i := range dirs {
-		dirs[i] = t.TempDir()
-	}
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
+		// Every attempt gets fresh data directories: a failed attempt
+		// leaves a raft configuration naming its ports behind, and
+		// voters reopened with that state on new ports never find
+		// each other.
+		dirs := make([]string, n)
+		for i := range dirs {
+			dirs[i] = t.TempDir()
+		}
 		if err = c.tryStart(dirs, overrides); err == nil {
 			return c
 		}
 		c.closeAll()
-		if !errors.Is(err, syscall.EADDRINUSE) && !strings.Contains(err.Error(), "address already in use") {
+		inUse := errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+		if !inUse && attempt > 0 {
 			break
 		}
-		t.Logf("sluicetest: a reserved port was taken, starting the cluster again: %v", err)
+		t.Logf("sluicetest: cluster start attempt %d failed, starting again on fresh ports and directories: %v", attempt+1, err)
 	}
 	t.Fatalf("sluicetest: start cluster: %v", err)
 	return nil
