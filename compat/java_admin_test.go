@@ -24,8 +24,11 @@ func javaAPIVersionsRow() row {
 
 // apiVersionLine is one API in kafka-broker-api-versions.sh's output:
 // "Produce(0): 3 to 13 [usable: 13]," or "DescribeTopicPartitions(75): 0
-// [usable: 0]," or "OffsetCommit(8): UNSUPPORTED,".
-var apiVersionLine = regexp.MustCompile(`^\s*(\w+)\((\d+)\): (UNSUPPORTED|(\d+)(?: to (\d+))? \[usable: (\d+)\]),?$`)
+// [usable: 0]," or "OffsetCommit(8): UNSUPPORTED,", or, for an API the
+// broker serves at versions this client cannot use (ControlledShutdown,
+// which Kafka 4 clients no longer speak but sluice's brokers use among
+// themselves), "ControlledShutdown(7): 1 to 3 [unusable: node too new],".
+var apiVersionLine = regexp.MustCompile(`^\s*(\w+)\((\d+)\): (UNSUPPORTED|(\d+)(?: to (\d+))? \[(?:usable: (\d+)|unusable: [a-z ]+)\]),?$`)
 
 // runJavaAPIVersions checks that the tool lists, for the broker with node id
 // 1 at the row's address, exactly the version ranges the broker advertises

@@ -52,6 +52,7 @@ func TestAPIVersionLine(t *testing.T) {
 		{line: "\tProduce(0): 3 to 13 [usable: 13],", name: "Produce", lo: "3", hi: "13"},
 		{line: "\tDescribeTopicPartitions(75): 0 [usable: 0],", name: "DescribeTopicPartitions", lo: "0"},
 		{line: "\tOffsetCommit(8): UNSUPPORTED,", name: "OffsetCommit", unsupported: true},
+		{line: "\tControlledShutdown(7): 1 to 3 [unusable: node too new],", name: "ControlledShutdown", lo: "1", hi: "3"},
 		{line: "\tDeleteShareGroupOffsets(92): UNSUPPORTED", name: "DeleteShareGroupOffsets", unsupported: true},
 		{line: "\tProduce(0): 3 to 13", shouldNotMatch: true},
 	}
