@@ -15,6 +15,16 @@
 // Errors reach clients as Kafka error codes; errorCode in errors.go is the one
 // place where internal errors become codes.
 //
-// Lock order: Broker.mu (the partition table) before partition.mu. Neither is
-// held while waiting on the network, the disk sync or the controller.
+// Replication is Kafka's (replica_*.go): followers pull from the leader with
+// Fetch requests carrying their replica id, one fetcher per source broker;
+// the leader tracks each follower's log end offset, keeps the high
+// watermark at the minimum over the ISR, and proposes ISR changes to the
+// controller with AlterPartition. Decisions of the controller are forwarded
+// to the active controller's broker when this node is not it (forward.go).
+//
+// Lock order: Broker.mu (the partition table) before partition.mu, then
+// logstore's own locks, then a fetcher's mutex (a leaf). None is held while
+// waiting on the network or the controller; a follower append holds
+// partition.mu so a fetch answer that arrives after a leadership change
+// cannot be appended.
 package broker
