@@ -152,7 +152,23 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	if req.Acks == -1 && !p.enoughInsync() {
 		return nil, 0, 0, kerr.NotEnoughReplicas
 	}
+	// A retried idempotent batch the log already holds is answered with
+	// its original offsets, not appended again.
+	metas := parseBatchMetas(rp.Records)
+	p.producers.mu.Lock()
+	if len(metas) == 1 && metas[0].idempotent() {
+		if dup, ok := p.producers.duplicateLocked(metas[0]); ok {
+			p.producers.mu.Unlock()
+			sp.BaseOffset = dup.firstOffset
+			sp.LogStartOffset = p.log.LogStartOffset()
+			return p, epoch, dup.lastOffset, nil
+		}
+	}
 	res, err := p.log.AppendAsLeader(rp.Records, epoch)
+	if err == nil {
+		p.producers.recordLocked(metas, res.FirstOffset)
+	}
+	p.producers.mu.Unlock()
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -21,6 +21,11 @@ type partition struct {
 	topicID [16]byte
 	log     *logstore.Log
 
+	// producers is the idempotent producers' recent batches
+	// (producer_state.go); its mutex is taken after partition.mu when
+	// both are held, and is held across an append.
+	producers producerState
+
 	mu             sync.Mutex // guards the fields below and waiters
 	leader         int32
 	leaderEpoch    int32

@@ -19,8 +19,14 @@ func (p *partition) appendAsFollower(leader, leaderEpoch int32, records []byte) 
 	if !p.followingLocked(leader, leaderEpoch) {
 		return nil
 	}
-	_, err := p.log.AppendAsFollower(records)
-	return err
+	metas := parseBatchMetas(records)
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	if _, err := p.log.AppendAsFollower(records); err != nil {
+		return err
+	}
+	p.producers.recordFollowerLocked(metas)
+	return nil
 }
 
 // truncateByEpoch truncates after the leader answered that its epoch
@@ -43,6 +49,7 @@ func (p *partition) truncateByEpoch(leader, leaderEpoch, divEpoch int32, divEnd 
 	if target < 0 {
 		target = 0
 	}
+	p.producers.forget()
 	if err := p.log.TruncateTo(target); err != nil {
 		return err
 	}
@@ -58,6 +65,7 @@ func (p *partition) truncateFully(leader, leaderEpoch int32) error {
 	if !p.followingLocked(leader, leaderEpoch) {
 		return nil
 	}
+	p.producers.forget()
 	if err := p.log.TruncateTo(0); err != nil {
 		return err
 	}
