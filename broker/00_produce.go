@@ -154,10 +154,10 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	}
 	// A retried idempotent batch the log already holds is answered with
 	// its original offsets, not appended again.
-	metas := parseBatchMetas(rp.Records)
+	headers := logstore.ParseBatchHeaders(rp.Records)
 	p.producers.mu.Lock()
-	if len(metas) == 1 && metas[0].idempotent() {
-		if dup, ok := p.producers.duplicateLocked(metas[0]); ok {
+	if len(headers) == 1 && idempotent(headers[0]) {
+		if dup, ok := p.producers.duplicateLocked(headers[0]); ok {
 			p.producers.mu.Unlock()
 			sp.BaseOffset = dup.firstOffset
 			sp.LogStartOffset = p.log.LogStartOffset()
@@ -166,7 +166,7 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	}
 	res, err := p.log.AppendAsLeader(rp.Records, epoch)
 	if err == nil {
-		p.producers.recordLocked(metas, res.FirstOffset)
+		p.producers.recordLocked(headers, res.FirstOffset)
 	}
 	p.producers.mu.Unlock()
 	if err != nil {

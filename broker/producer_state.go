@@ -1,8 +1,9 @@
 package broker
 
 import (
-	"encoding/binary"
 	"sync"
+
+	"github.com/sluicedev/sluice/logstore"
 )
 
 // producerState remembers, per producer id, the last batches an idempotent
@@ -36,54 +37,19 @@ type producerBatch struct {
 // duplicate detection; a producer has at most five requests in flight.
 const maxProducerBatches = 5
 
-// batchMeta is what the duplicate check needs from one batch header.
-type batchMeta struct {
-	baseOffset      int64
-	lastOffsetDelta int32
-	producerID      int64
-	producerEpoch   int16
-	baseSequence    int32
-}
-
-// parseBatchMetas reads the headers of the record batches in records. It
-// returns nil when records is not a clean sequence of v2 batches; the log's
-// own validation reports that.
-func parseBatchMetas(records []byte) []batchMeta {
-	var out []batchMeta
-	for len(records) > 0 {
-		if len(records) < 61 {
-			return nil
-		}
-		length := int(int32(binary.BigEndian.Uint32(records[8:12])))
-		size := 12 + length
-		if length < 49 || size > len(records) || records[16] != 2 {
-			return nil
-		}
-		out = append(out, batchMeta{
-			baseOffset:      int64(binary.BigEndian.Uint64(records[0:8])),
-			lastOffsetDelta: int32(binary.BigEndian.Uint32(records[23:27])),
-			producerID:      int64(binary.BigEndian.Uint64(records[43:51])),
-			producerEpoch:   int16(binary.BigEndian.Uint16(records[51:53])),
-			baseSequence:    int32(binary.BigEndian.Uint32(records[53:57])),
-		})
-		records = records[size:]
-	}
-	return out
-}
-
 // idempotent reports whether a batch carries a producer id and sequence.
-func (m batchMeta) idempotent() bool { return m.producerID >= 0 && m.baseSequence >= 0 }
+func idempotent(h logstore.BatchHeader) bool { return h.ProducerID >= 0 && h.BaseSequence >= 0 }
 
 // duplicateLocked returns the offsets a single idempotent batch was already
 // written at, if the producer's recent batches hold it. Lock should be held.
-func (s *producerState) duplicateLocked(m batchMeta) (producerBatch, bool) {
-	pb := s.producers[m.producerID]
-	if pb == nil || pb.epoch != m.producerEpoch {
+func (s *producerState) duplicateLocked(h logstore.BatchHeader) (producerBatch, bool) {
+	pb := s.producers[h.ProducerID]
+	if pb == nil || pb.epoch != h.ProducerEpoch {
 		return producerBatch{}, false
 	}
-	lastSeq := m.baseSequence + m.lastOffsetDelta
+	lastSeq := h.BaseSequence + h.LastOffsetDelta
 	for _, b := range pb.batches {
-		if b.firstSeq == m.baseSequence && b.lastSeq == lastSeq {
+		if b.firstSeq == h.BaseSequence && b.lastSeq == lastSeq {
 			return b, true
 		}
 	}
@@ -92,22 +58,22 @@ func (s *producerState) duplicateLocked(m batchMeta) (producerBatch, bool) {
 
 // recordLocked remembers batches just appended; firstOffset is the offset
 // the first of them got. Lock should be held.
-func (s *producerState) recordLocked(metas []batchMeta, firstOffset int64) {
+func (s *producerState) recordLocked(headers []logstore.BatchHeader, firstOffset int64) {
 	offset := firstOffset
-	for _, m := range metas {
-		last := offset + int64(m.lastOffsetDelta)
-		if m.idempotent() {
+	for _, h := range headers {
+		last := offset + int64(h.LastOffsetDelta)
+		if idempotent(h) {
 			if s.producers == nil {
 				s.producers = make(map[int64]*producerBatches)
 			}
-			pb := s.producers[m.producerID]
-			if pb == nil || m.producerEpoch > pb.epoch {
-				pb = &producerBatches{epoch: m.producerEpoch}
-				s.producers[m.producerID] = pb
+			pb := s.producers[h.ProducerID]
+			if pb == nil || h.ProducerEpoch > pb.epoch {
+				pb = &producerBatches{epoch: h.ProducerEpoch}
+				s.producers[h.ProducerID] = pb
 			}
-			if m.producerEpoch == pb.epoch {
+			if h.ProducerEpoch == pb.epoch {
 				pb.batches = append(pb.batches, producerBatch{
-					firstSeq: m.baseSequence, lastSeq: m.baseSequence + m.lastOffsetDelta,
+					firstSeq: h.BaseSequence, lastSeq: h.BaseSequence + h.LastOffsetDelta,
 					firstOffset: offset, lastOffset: last,
 				})
 				if len(pb.batches) > maxProducerBatches {
@@ -121,9 +87,9 @@ func (s *producerState) recordLocked(metas []batchMeta, firstOffset int64) {
 
 // recordFollowerLocked remembers batches a follower appended; they carry
 // the offsets the leader gave them. Lock should be held.
-func (s *producerState) recordFollowerLocked(metas []batchMeta) {
-	for _, m := range metas {
-		s.recordLocked([]batchMeta{m}, m.baseOffset)
+func (s *producerState) recordFollowerLocked(headers []logstore.BatchHeader) {
+	for _, h := range headers {
+		s.recordLocked([]logstore.BatchHeader{h}, h.BaseOffset)
 	}
 }
 

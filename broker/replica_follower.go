@@ -1,5 +1,7 @@
 package broker
 
+import "github.com/sluicedev/sluice/logstore"
+
 // The follower's side of a partition: every change to a follower's log
 // goes through these methods, which hold partition.mu and first check that
 // the node still follows the same leader at the same leader epoch, so a
@@ -19,13 +21,13 @@ func (p *partition) appendAsFollower(leader, leaderEpoch int32, records []byte) 
 	if !p.followingLocked(leader, leaderEpoch) {
 		return nil
 	}
-	metas := parseBatchMetas(records)
+	headers := logstore.ParseBatchHeaders(records)
 	p.producers.mu.Lock()
 	defer p.producers.mu.Unlock()
 	if _, err := p.log.AppendAsFollower(records); err != nil {
 		return err
 	}
-	p.producers.recordFollowerLocked(metas)
+	p.producers.recordFollowerLocked(headers)
 	return nil
 }
 

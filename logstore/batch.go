@@ -40,8 +40,10 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// batchHeader is the decoded v2 header of one record batch.
-type batchHeader struct {
+// BatchHeader is the decoded v2 header of one record batch. It is exported
+// for the broker's idempotent-producer bookkeeping, which reads producer
+// ids and sequences from the batches it appends without decoding records.
+type BatchHeader struct {
 	BaseOffset      int64
 	Length          int32 // batchLength: bytes after the length field
 	LeaderEpoch     int32
@@ -58,9 +60,9 @@ type batchHeader struct {
 }
 
 // parseHeader decodes a header; b must hold at least batchHeaderSize bytes.
-func parseHeader(b []byte) batchHeader {
+func parseHeader(b []byte) BatchHeader {
 	be := binary.BigEndian
-	return batchHeader{
+	return BatchHeader{
 		BaseOffset:      int64(be.Uint64(b[posBaseOffset:])),
 		Length:          int32(be.Uint32(b[posBatchLength:])),
 		LeaderEpoch:     int32(be.Uint32(b[posLeaderEpoch:])),
@@ -77,19 +79,43 @@ func parseHeader(b []byte) batchHeader {
 	}
 }
 
+// ParseBatchHeaders decodes the headers of the record batches in records,
+// in order, without checking CRCs. It returns nil when records is not a
+// whole sequence of magic v2 batches; appending such bytes fails anyway,
+// with the error the append path gives.
+func ParseBatchHeaders(records []byte) []BatchHeader {
+	var out []BatchHeader
+	for len(records) > 0 {
+		if len(records) < batchHeaderSize {
+			return nil
+		}
+		h := parseHeader(records)
+		size := h.size()
+		if h.Length < minBatchLength || size > int64(len(records)) || h.Magic != 2 {
+			return nil
+		}
+		out = append(out, h)
+		records = records[size:]
+	}
+	return out
+}
+
+// LastOffset is the offset of the batch's last record.
+func (h BatchHeader) LastOffset() int64 { return h.lastOffset() }
+
 // size is the batch's total size in bytes on disk.
-func (h batchHeader) size() int64 { return logOverhead + int64(h.Length) }
+func (h BatchHeader) size() int64 { return logOverhead + int64(h.Length) }
 
 // lastOffset is the offset of the batch's last record (compaction may have
 // removed records, but never the offset range).
-func (h batchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+func (h BatchHeader) lastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // nextOffset is the offset following the batch.
-func (h batchHeader) nextOffset() int64 { return h.lastOffset() + 1 }
+func (h BatchHeader) nextOffset() int64 { return h.lastOffset() + 1 }
 
-func (h batchHeader) compression() int { return int(h.Attributes & attrCompressionMask) }
+func (h BatchHeader) compression() int { return int(h.Attributes & attrCompressionMask) }
 
-func (h batchHeader) logAppendTime() bool { return h.Attributes&attrLogAppendTime != 0 }
+func (h BatchHeader) logAppendTime() bool { return h.Attributes&attrLogAppendTime != 0 }
 
 // batchCRC computes the CRC-32C of a whole batch as Kafka defines it: over
 // everything from attributes to the end, so baseOffset and
@@ -99,13 +125,13 @@ func batchCRC(b []byte) uint32 { return crc32.Checksum(b[posAttributes:], castag
 // batchSpan locates one validated batch inside an append buffer.
 type batchSpan struct {
 	pos    int // position in the buffer
-	header batchHeader
+	header BatchHeader
 }
 
 // checkBatchHeader checks what can be checked from the header alone and the
 // number of bytes available (avail counts from the batch start). It is shared
 // by produce validation and recovery.
-func checkBatchHeader(h batchHeader, avail int64) error {
+func checkBatchHeader(h BatchHeader, avail int64) error {
 	if h.Length < minBatchLength {
 		return fmt.Errorf("%w: batch length %d below minimum %d", ErrCorruptMessage, h.Length, minBatchLength)
 	}

@@ -201,9 +201,9 @@ func mustAppend(t testing.TB, l *Log, batch []byte, epoch int32) AppendResult {
 }
 
 // readAll reads every batch from offset to the end and returns the headers.
-func readAll(t testing.TB, l *Log, from int64) []batchHeader {
+func readAll(t testing.TB, l *Log, from int64) []BatchHeader {
 	t.Helper()
-	var out []batchHeader
+	var out []BatchHeader
 	for off := from; off < l.LogEndOffset(); {
 		r, err := l.Read(off, 1<<20, math.MaxInt64, true)
 		if err != nil {

@@ -241,7 +241,7 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 }
 
 // readStamps reads and decodes the whole batch at pos.
-func readStamps(s *segment, pos int64, h batchHeader) ([]recordStamp, error) {
+func readStamps(s *segment, pos int64, h BatchHeader) ([]recordStamp, error) {
 	b := make([]byte, h.size())
 	if _, err := s.log.ReadAt(b, pos); err != nil {
 		return nil, err

@@ -82,7 +82,7 @@ func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 			continue
 		}
 		stats.SegmentsScanned++
-		truncated, err := s.rebuild(cfg, true, func(h batchHeader) {
+		truncated, err := s.rebuild(cfg, true, func(h BatchHeader) {
 			if h.LeaderEpoch >= 0 {
 				_ = epochs.assign(h.LeaderEpoch, h.BaseOffset) // persisted again below
 			}

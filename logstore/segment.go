@@ -79,16 +79,16 @@ func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*s
 
 // readHeader reads the batch header at pos. Fewer than a header's bytes
 // before limit is a torn write and reported as ErrCorruptMessage.
-func (s *segment) readHeader(pos, limit int64) (batchHeader, error) {
+func (s *segment) readHeader(pos, limit int64) (BatchHeader, error) {
 	if limit-pos < batchHeaderSize {
-		return batchHeader{}, fmt.Errorf("%w: %d bytes at position %d, less than a batch header", ErrCorruptMessage, limit-pos, pos)
+		return BatchHeader{}, fmt.Errorf("%w: %d bytes at position %d, less than a batch header", ErrCorruptMessage, limit-pos, pos)
 	}
 	var buf [batchHeaderSize]byte
 	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
 		if errors.Is(err, io.EOF) {
-			return batchHeader{}, fmt.Errorf("%w: short header at position %d", ErrCorruptMessage, pos)
+			return BatchHeader{}, fmt.Errorf("%w: short header at position %d", ErrCorruptMessage, pos)
 		}
-		return batchHeader{}, err
+		return BatchHeader{}, err
 	}
 	return parseHeader(buf[:]), nil
 }
@@ -99,7 +99,7 @@ func (s *segment) readHeader(pos, limit int64) (batchHeader, error) {
 // were written since the previous entry, with a time-index entry for the
 // max timestamp so far at the same moment. Callers hold segsMu for writing
 // (or own the segment exclusively, during load).
-func (s *segment) indexBatch(pos int64, h batchHeader, cfg Config) error {
+func (s *segment) indexBatch(pos int64, h BatchHeader, cfg Config) error {
 	if pos == 0 {
 		s.rollTimestamp = h.MaxTimestamp
 	}
@@ -176,7 +176,7 @@ func (s *segment) loadClean(cfg Config) error {
 // truncated at the first batch that fails, and the number of bytes cut is
 // returned. onBatch, if set, sees every good batch (recovery uses it to
 // rebuild the leader-epoch cache).
-func (s *segment) rebuild(cfg Config, check bool, onBatch ...func(batchHeader)) (truncated int64, err error) {
+func (s *segment) rebuild(cfg Config, check bool, onBatch ...func(BatchHeader)) (truncated int64, err error) {
 	if err := s.index.reset(); err != nil {
 		return 0, err
 	}
@@ -216,7 +216,7 @@ func (s *segment) rebuild(cfg Config, check bool, onBatch ...func(batchHeader)) 
 }
 
 // checkBatchAt verifies one whole batch during recovery.
-func (s *segment) checkBatchAt(pos, limit int64, h batchHeader, buf *[]byte) error {
+func (s *segment) checkBatchAt(pos, limit int64, h BatchHeader, buf *[]byte) error {
 	if err := checkBatchHeader(h, limit-pos); err != nil {
 		return err
 	}
@@ -245,18 +245,18 @@ func (s *segment) checkBatchAt(pos, limit int64, h batchHeader, buf *[]byte) err
 // positionOf returns the position of the first batch whose last offset is
 // >= offset, scanning forward from the offset index, or s.size if none.
 // limit is the committed size the caller saw.
-func (s *segment) positionOf(offset, startPos, limit int64) (int64, batchHeader, error) {
+func (s *segment) positionOf(offset, startPos, limit int64) (int64, BatchHeader, error) {
 	for pos := startPos; pos < limit; {
 		h, err := s.readHeader(pos, limit)
 		if err != nil {
-			return 0, batchHeader{}, err
+			return 0, BatchHeader{}, err
 		}
 		if h.lastOffset() >= offset {
 			return pos, h, nil
 		}
 		pos += h.size()
 	}
-	return limit, batchHeader{}, nil
+	return limit, BatchHeader{}, nil
 }
 
 // finalize writes the last time-index entry for the segment's max
