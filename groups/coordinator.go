@@ -251,6 +251,25 @@ func (c *Coordinator) reapDead() {
 	}
 }
 
+// existingGroup looks up a group a request needs to exist: an empty id is
+// INVALID_GROUP_ID, a group this coordinator does not own or has not loaded
+// yet answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, and a group
+// that does not exist gets missing, which differs by API. It returns the
+// group, or a non-zero error code.
+func (c *Coordinator) existingGroup(name string, missing int16) (*group, int16) {
+	if name == "" {
+		return nil, kerr.InvalidGroupID.Code
+	}
+	g, err := c.group(name, false)
+	if err != nil {
+		return nil, errCode(err)
+	}
+	if g == nil {
+		return nil, missing
+	}
+	return g, 0
+}
+
 // group finds the group, creating it Empty when create is set. It returns
 // NOT_COORDINATOR when this node does not lead the group's partition and
 // COORDINATOR_LOAD_IN_PROGRESS while that partition loads; a missing group

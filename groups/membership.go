@@ -16,15 +16,9 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		resp.ErrorCode = code
 		return resp
 	}
-	if req.Group == "" {
-		return fail(kerr.InvalidGroupID.Code)
-	}
-	g, err := c.group(req.Group, false)
-	if err != nil {
-		return fail(errCode(err))
-	}
-	if g == nil {
-		return fail(kerr.UnknownMemberID.Code)
+	g, code := c.existingGroup(req.Group, kerr.UnknownMemberID.Code)
+	if code != 0 {
+		return fail(code)
 	}
 	g.mu.Lock()
 	resp, wait, persist := g.syncLocked(req)
@@ -147,17 +141,9 @@ func (g *group) checkMemberLocked(memberID string, instanceID *string, generatio
 // it, with REBALANCE_IN_PROGRESS, that it must rejoin.
 func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
-	}
-	g, err := c.group(req.Group, false)
-	if err != nil {
-		resp.ErrorCode = errCode(err)
-		return resp
-	}
-	if g == nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+	g, code := c.existingGroup(req.Group, kerr.UnknownMemberID.Code)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
 	now := c.cfg.Now()

@@ -257,17 +257,9 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 // group, or of topics a consumer group's members do not subscribe to.
 func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp
-	}
-	g, err := c.group(req.Group, false)
-	if err != nil {
-		resp.ErrorCode = errCode(err)
-		return resp
-	}
-	if g == nil {
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	g, code := c.existingGroup(req.Group, kerr.GroupIDNotFound.Code)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
 	g.writeMu.Lock()
