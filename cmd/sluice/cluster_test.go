@@ -20,6 +20,7 @@ import (
 type clusterProcs struct {
 	t     *testing.T
 	procs []*sluiceProc // procs[i] is node id i+1
+	args  [][]string    // args[i] started procs[i]; restart reuses them
 }
 
 // freeGossipPort returns a loopback port free for both TCP and UDP, as
@@ -58,12 +59,22 @@ func startClusterProcs(t *testing.T, n int) *clusterProcs {
 			"--override", "gossip.join=" + strings.Join(gossip, ","),
 			"--override", "log.dirs=" + t.TempDir(),
 		}
+		c.args = append(c.args, args)
 		c.procs = append(c.procs, spawnProc(t, kafka[i], t.TempDir(), args...))
 	}
 	for _, p := range c.procs {
 		p.waitReady()
 	}
 	return c
+}
+
+// restart starts node id again with its data directory and ports, after
+// it was killed or stopped, and waits until it is ready.
+func (c *clusterProcs) restart(id int32) {
+	c.t.Helper()
+	old := c.procs[id-1]
+	old.kill()
+	c.procs[id-1] = startProc(c.t, old.addr, c.t.TempDir(), c.args[id-1]...)
 }
 
 func (c *clusterProcs) addrs() []string {
