@@ -37,6 +37,7 @@ type Broker struct {
 	cfg    *config.Broker
 	logger *slog.Logger
 	now    func() time.Time
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // nil: kgo's dialer
 
 	dir    *logstore.Dir
 	ctrl   *controller.Controller
@@ -83,6 +84,10 @@ type Options struct {
 	// address (tests pass a 127.0.0.1:0 listener).
 	Listener net.Listener
 	Now      func() time.Time
+	// Dial, if set, opens this broker's connections to other brokers'
+	// Kafka listeners: its replica fetchers and the requests it forwards
+	// to the controller (tests cut links between nodes with it).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New opens the log directory and the metadata log and starts serving. When
@@ -104,6 +109,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		cfg:        cfg,
 		logger:     opts.Logger,
 		now:        opts.Now,
+		dial:       opts.Dial,
 		partitions: make(map[logstore.TopicPartition]*partition),
 		serveErr:   make(chan error, 1),
 		applied:    make(chan struct{}),

@@ -149,6 +149,15 @@ type peerClient struct {
 	closed bool
 }
 
+// peerDialOpts are the kgo options that make a client of other brokers dial
+// through Options.Dial.
+func (b *Broker) peerDialOpts() []kgo.Opt {
+	if b.dial == nil {
+		return nil
+	}
+	return []kgo.Opt{kgo.Dialer(b.dial)}
+}
+
 func (b *Broker) peerClient() (*kgo.Client, error) {
 	b.peers.mu.Lock()
 	defer b.peers.mu.Unlock()
@@ -157,13 +166,13 @@ func (b *Broker) peerClient() (*kgo.Client, error) {
 	}
 	if b.peers.cl == nil {
 		host, port := b.advertised()
-		cl, err := kgo.NewClient(
+		cl, err := kgo.NewClient(append([]kgo.Opt{
 			kgo.SeedBrokers(fmt.Sprintf("%s:%d", host, port)),
-			kgo.ClientID(peerClientIDPrefix+strconv.Itoa(int(b.cfg.NodeID))),
-			kgo.DialTimeout(2*time.Second),
+			kgo.ClientID(peerClientIDPrefix + strconv.Itoa(int(b.cfg.NodeID))),
+			kgo.DialTimeout(2 * time.Second),
 			kgo.RequestRetries(0),
-			kgo.MetadataMinAge(100*time.Millisecond),
-		)
+			kgo.MetadataMinAge(100 * time.Millisecond),
+		}, b.peerDialOpts()...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -80,11 +80,11 @@ type fetcher struct {
 }
 
 func (rm *replicaManager) startFetcher(ctx context.Context, leader int32, addr string) (*fetcher, error) {
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.ClientID(fmt.Sprintf("sluice-replica-fetcher-%d-%d", rm.b.cfg.NodeID, leader)),
-		kgo.DialTimeout(2*time.Second),
-	)
+		kgo.DialTimeout(2 * time.Second),
+	}, rm.b.peerDialOpts()...)...)
 	if err != nil {
 		return nil, err
 	}

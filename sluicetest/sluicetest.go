@@ -30,6 +30,7 @@ type Node struct {
 	Broker    *broker.Broker
 	addr      string
 	name      string // set for cluster nodes, tags their log lines
+	links     links  // outgoing connections to other brokers (Cluster.Cut)
 }
 
 // Start starts a single node with the given broker property overrides
@@ -83,7 +84,7 @@ func (n *Node) open(addr string, timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln})
+	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln, Dial: n.links.dial})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("start broker: %w", err)
