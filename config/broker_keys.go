@@ -121,7 +121,7 @@ var brokerKeyList = []keyDef{
 
 	// Groups and committed offsets.
 	bk("offsets.topic.num.partitions", TypeInt, v("50"), ro, "Partitions of __consumer_offsets; do not change after it exists.", atLeast(1)),
-	bk("offsets.topic.replication.factor", TypeShort, v("1"), ro, "Replication factor of __consumer_offsets (sluice default 1; Kafka 3).", atLeast(1)),
+	bk("offsets.topic.replication.factor", TypeShort, v("3"), ro, "Replication factor of __consumer_offsets, capped by the live brokers when it is created (Kafka fails instead).", atLeast(1)),
 	bk("offsets.topic.segment.bytes", TypeInt, v("104857600"), ro, "Segment size of __consumer_offsets.", atLeast(1)),
 	bk("offsets.topic.compression.codec", TypeInt, v("0"), ro, "Compression codec id of offset commits written to __consumer_offsets."),
 	bk("offsets.retention.minutes", TypeInt, v("10080"), ro, "Keep committed offsets of an empty group this long.", atLeast(1)),

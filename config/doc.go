@@ -46,8 +46,12 @@
 //   - node.id 1 (Kafka requires it), process.roles "broker,controller".
 //   - listeners PLAINTEXT://127.0.0.1:9092 (Kafka binds all interfaces).
 //   - log.dir ./sluice-data (Kafka /tmp/kafka-logs); log.dirs, when set, wins.
-//   - offsets.topic.replication.factor, transaction.state.log.replication.factor
-//     and transaction.state.log.min.isr are 1, as in Kafka's own sample
+//   - offsets.topic.replication.factor is Kafka's 3, but __consumer_offsets
+//     is created with no more replicas than there are live brokers (Kafka
+//     refuses to create it instead), so one node needs no setting and a
+//     cluster gets min(3, brokers).
+//   - transaction.state.log.replication.factor and
+//     transaction.state.log.min.isr are 1, as in Kafka's own sample
 //     server.properties; a real cluster should raise them.
 //
 // Kafka 4.0 (KIP-1030) requires log.segment.bytes >= 1 MiB and Kafka 4.1 puts

@@ -50,7 +50,7 @@ func TestDefaults(t *testing.T) {
 		{"socket.request.max.bytes", b.SocketRequestMaxBytes, int32(104857600)},
 		{"log.flush.offset.checkpoint.interval.ms", b.LogFlushOffsetCheckpointIntervalMs, int64(60000)},
 		{"log.flush.interval.ms", b.LogFlushIntervalMs, int64(9223372036854775807)},
-		{"offsets.topic.replication.factor", b.OffsetsTopicReplicationFactor, int16(1)},
+		{"offsets.topic.replication.factor", b.OffsetsTopicReplicationFactor, int16(3)},
 		{"offsets.topic.num.partitions", b.OffsetsTopicNumPartitions, int32(50)},
 		{"transaction.state.log.num.partitions", b.TransactionStateLogNumPartitions, int32(50)},
 		{"replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs, int64(30000)},
