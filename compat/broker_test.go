@@ -26,18 +26,22 @@ const readyTimeout = 60 * time.Second
 // it is killed.
 const stopTimeout = 15 * time.Second
 
-// readyLine matches the line the broker prints once it serves requests. A
-// word match, so that "already" does not count.
-var readyLine = regexp.MustCompile(`(?i)\bready\b`)
+// readyLine matches the line the broker prints once it serves requests
+// ("sluice ready: listening on ..."), and not its other lines that mention
+// readiness, such as a cluster node's "joining the cluster; ready once ...".
+var readyLine = regexp.MustCompile(`^sluice ready:`)
 
 // broker is one sluice process started for a row.
 type broker struct {
+	// id is the broker's node.id.
+	id int32
 	// addr is the host:port of the broker's PLAINTEXT listener.
 	addr string
 	// logPath holds everything the process wrote to stdout and stderr.
 	logPath string
 
 	cmd    *exec.Cmd
+	ready  chan struct{} // closed once the process has printed its ready line
 	exited chan struct{} // closed once the process has exited
 	// waitErr is the process's exit status; read it only after exited is
 	// closed.
@@ -48,24 +52,38 @@ type broker struct {
 	mu       sync.Mutex
 }
 
-// startBroker starts bin with a single PLAINTEXT listener on a free loopback
-// port and a log directory under dir, then waits until it prints its ready
-// line. Extra overrides are Kafka properties as key=value.
+// startBroker starts bin as node 1 with a single PLAINTEXT listener on a free
+// loopback port and a log directory under dir, then waits until it prints
+// its ready line. Extra overrides are Kafka properties as key=value.
 func startBroker(ctx context.Context, bin, dir string, overrides []string) (*broker, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	b, err := spawnBroker(bin, dir, 1, addr, append([]string{"listeners=PLAINTEXT://" + addr}, overrides...))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// spawnBroker starts bin as node id, serving Kafka clients on addr, with its
+// data in dir/data and its output in dir/broker.log, and returns without
+// waiting for it to be ready. props are Kafka properties as key=value after
+// log.dirs and node.id; they must name the listeners.
+func spawnBroker(bin, dir string, id int32, addr string, props []string) (*broker, error) {
 	logDirs := filepath.Join(dir, "data")
 	if err := os.MkdirAll(logDirs, 0o755); err != nil {
 		return nil, err
 	}
-	props := append([]string{
-		"listeners=PLAINTEXT://" + addr,
+	props = append([]string{
 		"log.dirs=" + logDirs,
-		"node.id=1",
-	}, overrides...)
+		fmt.Sprintf("node.id=%d", id),
+	}, props...)
 	var args []string
 	for _, p := range props {
 		args = append(args, "--override", p)
@@ -96,8 +114,7 @@ func startBroker(ctx context.Context, bin, dir string, overrides []string) (*bro
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 
-	b := &broker{addr: addr, logPath: logPath, cmd: cmd, exited: make(chan struct{})}
-	ready := make(chan struct{})
+	b := &broker{id: id, addr: addr, logPath: logPath, cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{})}
 	var readyOnce sync.Once
 	var logMu sync.Mutex
 	var copiers sync.WaitGroup
@@ -111,7 +128,7 @@ func startBroker(ctx context.Context, bin, dir string, overrides []string) (*bro
 			fmt.Fprintln(logFile, line)
 			logMu.Unlock()
 			if readyLine.MatchString(line) {
-				readyOnce.Do(func() { close(ready) })
+				readyOnce.Do(func() { close(b.ready) })
 			}
 		}
 		// A line longer than the buffer ends the scan; keep draining so
@@ -127,32 +144,38 @@ func startBroker(ctx context.Context, bin, dir string, overrides []string) (*bro
 		logFile.Close()
 		close(b.exited)
 	}()
+	return b, nil
+}
 
+// waitReady waits until the broker has printed its ready line and accepts
+// connections. On failure it stops the broker (unless it has exited) and
+// returns an error with the log's last lines.
+func (b *broker) waitReady(ctx context.Context) error {
 	timer := time.NewTimer(readyTimeout)
 	defer timer.Stop()
 	select {
-	case <-ready:
+	case <-b.ready:
 	case <-b.exited:
-		return nil, fmt.Errorf("broker exited before it was ready: %v; last output: %q\n%s",
-			b.waitErr, tail(logPath, 1), tail(logPath, 20))
+		return fmt.Errorf("broker exited before it was ready: %v; last output: %q\n%s",
+			b.waitErr, tail(b.logPath, 1), tail(b.logPath, 20))
 	case <-timer.C:
 		b.stop()
-		return nil, fmt.Errorf("broker printed no ready line within %s; last output: %q\n%s",
-			readyTimeout, tail(logPath, 1), tail(logPath, 20))
+		return fmt.Errorf("broker printed no ready line within %s; last output: %q\n%s",
+			readyTimeout, tail(b.logPath, 1), tail(b.logPath, 20))
 	case <-ctx.Done():
 		b.stop()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 
 	// The ready line should mean the listener accepts; check, so that a row
 	// failing on its first request points at the right cause.
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	conn, err := net.DialTimeout("tcp", b.addr, 5*time.Second)
 	if err != nil {
 		b.stop()
-		return nil, fmt.Errorf("broker said ready but %s does not accept: %w", addr, err)
+		return fmt.Errorf("broker said ready but %s does not accept: %w", b.addr, err)
 	}
 	conn.Close()
-	return b, nil
+	return nil
 }
 
 // crashed reports a non-nil error if the process exited without being asked

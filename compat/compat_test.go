@@ -23,8 +23,13 @@ type row struct {
 	tools []string
 	// timeout bounds the whole row, broker start and stop included.
 	timeout time.Duration
-	// overrides are extra broker properties (key=value) for this row.
+	// overrides are extra broker properties (key=value) for this row,
+	// given to every node.
 	overrides []string
+	// nodes is how many sluice processes the row runs against: 0 or 1
+	// for a single broker, n > 1 for a cluster of n processes that are
+	// all raft voters (cluster_test.go).
+	nodes int
 	// run performs the check. The first line of a returned error is the
 	// row's "first failure line"; later lines are detail.
 	run func(ctx context.Context, env *rowEnv) error
@@ -32,10 +37,16 @@ type row struct {
 
 // rowEnv is what a row gets to work with.
 type rowEnv struct {
-	t      *testing.T
+	t *testing.T
+	// broker is the row's single broker, or node 1 of its cluster.
 	broker *broker
-	root   string // repository root, the directory of go.mod
-	dir    string // scratch directory for this row, kept if logs are kept
+	// nodes are the row's brokers, node id i+1 at index i; one for a
+	// single-broker row.
+	nodes []*broker
+	// bootstrap is every node's client address, in node order.
+	bootstrap []string
+	root      string // repository root, the directory of go.mod
+	dir       string // scratch directory for this row, kept if logs are kept
 }
 
 // allRows lists the rows in the order they run.
@@ -59,6 +70,16 @@ func allRows() []row {
 		javaVerifiableProducerRow(),
 		javaConsumerPerfRow(),
 		javaVerifiableConsumerRow(),
+		// Consumer groups (java_consumer_groups_test.go,
+		// kcat_group_test.go, python_group_test.go).
+		javaConsumerGroupsRow(),
+		javaConsoleGroupRow(),
+		kcatGroupRow(),
+		pythonGroupRow(),
+		// Three-node clusters (cluster_test.go).
+		kgoSuiteRF3Row(),
+		javaTopicsRF3Row(),
+		javaConsoleRF3Row(),
 	}
 	return rows
 }
@@ -132,8 +153,9 @@ func TestCompat(t *testing.T) {
 	}
 }
 
-// runRow checks the row's tools, starts a broker, runs the row and stops the
-// broker. It fails t on any failure and returns the row's result.
+// runRow checks the row's tools, starts its broker or cluster, runs the row
+// and stops every node. It fails t on any failure and returns the row's
+// result.
 func runRow(t *testing.T, r row, bin, root, dir string) result {
 	start := time.Now()
 	res := result{name: r.name}
@@ -155,19 +177,35 @@ func runRow(t *testing.T, r row, bin, root, dir string) result {
 
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	b, err := startBroker(ctx, bin, dir, r.overrides)
-	if err != nil {
-		return fail(fmt.Errorf("starting broker: %w", err))
+	var nodes []*broker
+	if r.nodes <= 1 {
+		b, err := startBroker(ctx, bin, dir, r.overrides)
+		if err != nil {
+			return fail(fmt.Errorf("starting broker: %w", err))
+		}
+		t.Logf("broker on %s, log %s", b.addr, b.logPath)
+		nodes = []*broker{b}
+	} else {
+		formStart := time.Now()
+		var err error
+		nodes, err = startCluster(ctx, bin, dir, r.nodes, r.overrides, t.Logf)
+		if err != nil {
+			return fail(fmt.Errorf("starting a %d-node cluster: %w", r.nodes, err))
+		}
+		for _, b := range nodes {
+			t.Logf("node %d on %s, log %s", b.id, b.addr, b.logPath)
+		}
+		t.Logf("cluster of %d formed in %.1fs", r.nodes, time.Since(formStart).Seconds())
 	}
-	t.Logf("broker on %s, log %s", b.addr, b.logPath)
 
-	runErr := r.run(ctx, &rowEnv{t: t, broker: b, root: root, dir: dir})
+	env := &rowEnv{t: t, broker: nodes[0], nodes: nodes, bootstrap: addrsOf(nodes), root: root, dir: dir}
+	runErr := r.run(ctx, env)
 	if runErr == nil && ctx.Err() != nil {
 		runErr = fmt.Errorf("row timed out after %s", r.timeout)
 	}
-	crashErr := b.crashed()
-	stopErr := b.stop()
-	if raceErr := b.raceReport(); raceErr != nil && crashErr == nil {
+	crashErr := crashedAny(nodes)
+	stopErr := stopAll(nodes)
+	if raceErr := raceAny(nodes); raceErr != nil && crashErr == nil {
 		// A race explains odd failures after it; lead with it.
 		if runErr != nil {
 			raceErr = fmt.Errorf("%w\nrow error: %v", raceErr, runErr)
@@ -185,7 +223,7 @@ func runRow(t *testing.T, r row, bin, root, dir string) result {
 		runErr = stopErr
 	}
 	if runErr != nil {
-		t.Logf("broker log tail (%s):\n%s", b.logPath, tail(b.logPath, 40))
+		t.Logf("%s", logTails(nodes, 40))
 		return fail(runErr)
 	}
 	res.passed = true

@@ -209,18 +209,9 @@ func runJavaLogDirs(ctx context.Context, env *rowEnv) error {
 	if err != nil {
 		return err
 	}
-	var parsed logDirsOutput
-	found := false
-	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "{") {
-			if err := json.Unmarshal([]byte(line), &parsed); err != nil {
-				return fmt.Errorf("cannot parse the JSON line: %v: %q", err, line)
-			}
-			found = true
-		}
-	}
-	if !found {
-		return fmt.Errorf("no JSON line in the output; it starts %q", firstLine(out))
+	parsed, err := parseLogDirs(out)
+	if err != nil {
+		return err
 	}
 	if len(parsed.Brokers) != 1 || strconv.Itoa(parsed.Brokers[0].Broker) != javaNodeID {
 		return fmt.Errorf("want one broker, %s; got %+v", javaNodeID, parsed.Brokers)
@@ -249,6 +240,25 @@ func runJavaLogDirs(ctx context.Context, env *rowEnv) error {
 		return fmt.Errorf("partitions %v, want %v", names, want)
 	}
 	return nil
+}
+
+// parseLogDirs parses the JSON line of kafka-log-dirs.sh --describe's
+// output.
+func parseLogDirs(out string) (*logDirsOutput, error) {
+	var parsed logDirsOutput
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "{") {
+			if err := json.Unmarshal([]byte(line), &parsed); err != nil {
+				return nil, fmt.Errorf("cannot parse the JSON line: %v: %q", err, line)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("no JSON line in the output; it starts %q", firstLine(out))
+	}
+	return &parsed, nil
 }
 
 // segmentBytes sums the sizes of the .log files in a partition directory.

@@ -73,6 +73,13 @@ var toolRun atomic.Int64
 // tool and the first line of its stderr that reports a problem. Every run's
 // command line, stdout and stderr are kept in the row's directory.
 func kafkaTool(ctx context.Context, env *rowEnv, stdin io.Reader, tool string, args ...string) (string, error) {
+	stdout, _, err := kafkaToolOutput(ctx, env, stdin, tool, args...)
+	return stdout, err
+}
+
+// kafkaToolOutput is kafkaTool returning stderr as well, for the tools that
+// report a failed operation on stderr and still exit 0.
+func kafkaToolOutput(ctx context.Context, env *rowEnv, stdin io.Reader, tool string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, javaToolTimeout)
 	defer cancel()
 	path := filepath.Join(env.root, "compat", "bin", tool)
@@ -93,12 +100,12 @@ func kafkaTool(ctx context.Context, env *rowEnv, stdin io.Reader, tool string, a
 	env.t.Logf("%s %s: %.1fs (%s)", tool, strings.Join(args, " "), elapsed.Seconds(), logPath)
 
 	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.String(), fmt.Errorf("%s %s: no exit within %s; stderr: %s", tool, firstArg(args), javaToolTimeout, toolProblem(stderr.String()))
+		return stdout.String(), stderr.String(), fmt.Errorf("%s %s: no exit within %s; stderr: %s", tool, firstArg(args), javaToolTimeout, toolProblem(stderr.String()))
 	}
 	if err != nil {
-		return stdout.String(), fmt.Errorf("%s %s: %v: %s", tool, firstArg(args), err, toolProblem(stderr.String()+"\n"+stdout.String()))
+		return stdout.String(), stderr.String(), fmt.Errorf("%s %s: %v: %s", tool, firstArg(args), err, toolProblem(stderr.String()+"\n"+stdout.String()))
 	}
-	return stdout.String(), nil
+	return stdout.String(), stderr.String(), nil
 }
 
 // firstArg names an invocation in an error: the first argument that is an

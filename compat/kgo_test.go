@@ -37,21 +37,35 @@ func kgoSuiteTimeout() time.Duration {
 	return 10 * time.Minute
 }
 
-func kgoSuiteRow() row {
+// kgoSuiteRow runs the suite against one broker, every topic with
+// replication factor 1.
+func kgoSuiteRow() row { return kgoRow("kgo", 1) }
+
+// kgoSuiteRF3Row runs the suite against a three-node cluster, every topic
+// the suite creates with replication factor 3 and the client seeded with
+// all three nodes.
+func kgoSuiteRF3Row() row { return kgoRow("kgo-rf3", 3) }
+
+// kgoRow is a row running the suite against nodes sluice processes, with
+// KGO_TEST_RF=nodes.
+func kgoRow(name string, nodes int) row {
 	return row{
-		name:  "kgo",
+		name:  name,
 		tools: []string{"go"},
+		nodes: nodes,
 		// A margin over the suite's own -timeout for compiling the
-		// suite and for the broker's start and stop.
+		// suite and for the brokers' start and stop.
 		timeout: kgoSuiteTimeout() + 3*time.Minute,
-		run:     runKgoSuite,
+		run: func(ctx context.Context, env *rowEnv) error {
+			return runKgoSuite(ctx, env, nodes)
+		},
 	}
 }
 
 // runKgoSuite runs `go test -json` on the kgo package against the row's
-// broker and fails on any failed test, on a non-zero exit, or when no test
-// passed.
-func runKgoSuite(ctx context.Context, env *rowEnv) error {
+// brokers, creating topics with replication factor rf, and fails on any
+// failed test, on a non-zero exit, or when no test passed.
+func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
 	excluded, err := readExclusions(kgoExcludedFile)
 	if err != nil {
 		return err
@@ -64,7 +78,8 @@ func runKgoSuite(ctx context.Context, env *rowEnv) error {
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = env.root
-	cmd.Env = kgoEnv(env.broker.addr)
+	seeds := strings.Join(env.bootstrap, ",")
+	cmd.Env = kgoEnv(seeds, rf)
 	cmd.WaitDelay = 10 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -79,7 +94,7 @@ func runKgoSuite(ctx context.Context, env *rowEnv) error {
 	}
 	defer raw.Close()
 
-	env.t.Logf("go %s (KGO_SEEDS=%s)", strings.Join(args, " "), env.broker.addr)
+	env.t.Logf("go %s (KGO_SEEDS=%s KGO_TEST_RF=%d)", strings.Join(args, " "), seeds, rf)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("go test %s: %w", kgoPackage, err)
 	}
@@ -142,8 +157,9 @@ func runKgoSuite(ctx context.Context, env *rowEnv) error {
 const maxDetailedTests = 8
 
 // kgoEnv is the environment of the suite: ours, less any KGO_ variable that
-// would change what the suite does, plus the broker and single-node settings.
-func kgoEnv(addr string) []string {
+// would change what the suite does, plus the seed brokers (comma-separated)
+// and the replication factor of the topics the suite creates.
+func kgoEnv(seeds string, rf int) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KGO_") {
@@ -151,8 +167,8 @@ func kgoEnv(addr string) []string {
 		}
 	}
 	return append(env,
-		"KGO_SEEDS="+addr,
-		"KGO_TEST_RF=1",
+		"KGO_SEEDS="+seeds,
+		"KGO_TEST_RF="+strconv.Itoa(rf),
 		// Only the excluded group and transaction ETL tests read
 		// this; kept modest in case one is re-enabled on 2 cores.
 		"KGO_TEST_RECORDS=50000",

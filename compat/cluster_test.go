@@ -1,0 +1,328 @@
+package compat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A row with nodes: 3 runs against a cluster of three sluice processes on
+// loopback, started as the README's three-node recipe starts them: node ids
+// 1..n, each with a PLAINTEXT and a CONTROLLER listener, every node a raft
+// voter (controller.quorum.voters lists all of them), serf gossip on its own
+// port with every node's gossip address as seeds, and its own data dir and
+// log file in <row dir>/node-<id>/. The row starts once every node has
+// printed its ready line and Metadata from every node lists all n brokers,
+// each at its address, and a controller.
+
+// clusterFormTimeout bounds how long the nodes' Metadata may take to agree
+// on the cluster after every node printed its ready line.
+const clusterFormTimeout = 60 * time.Second
+
+// clusterStartAttempts is how often startCluster tries when a node cannot
+// bind a port it was given: a port found free may be taken by another
+// process on the machine before the node binds it.
+const clusterStartAttempts = 3
+
+// startCluster starts n sluice processes forming one cluster, as described
+// above, and waits until it has formed. On failure no process is left
+// running. logf reports a retry.
+func startCluster(ctx context.Context, bin, dir string, n int, overrides []string, logf func(string, ...any)) ([]*broker, error) {
+	for attempt := 1; ; attempt++ {
+		nodes, err := startClusterOnce(ctx, bin, dir, n, overrides)
+		if err == nil {
+			return nodes, nil
+		}
+		if attempt == clusterStartAttempts || ctx.Err() != nil || !errors.Is(err, errPortTaken) {
+			return nil, err
+		}
+		logf("cluster start attempt %d: %v; retrying on other ports", attempt, firstLine(err.Error()))
+	}
+}
+
+// errPortTaken marks a start that failed because a node could not bind one
+// of its ports.
+var errPortTaken = errors.New("a node's port was taken")
+
+func startClusterOnce(ctx context.Context, bin, dir string, n int, overrides []string) ([]*broker, error) {
+	ports, err := freeClusterPorts(n)
+	if err != nil {
+		return nil, err
+	}
+	var voters, gossip []string
+	for i, p := range ports {
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, p.controller))
+		gossip = append(gossip, p.gossip)
+	}
+	var nodes []*broker
+	for i, p := range ports {
+		nodeDir := filepath.Join(dir, fmt.Sprintf("node-%d", i+1))
+		// A retry starts from empty data directories.
+		if err := os.RemoveAll(nodeDir); err != nil {
+			stopAll(nodes)
+			return nil, err
+		}
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			stopAll(nodes)
+			return nil, err
+		}
+		props := append([]string{
+			"listeners=PLAINTEXT://" + p.kafka + ",CONTROLLER://" + p.controller,
+			"controller.quorum.voters=" + strings.Join(voters, ","),
+			"gossip.listener=" + p.gossip,
+			"gossip.join=" + strings.Join(gossip, ","),
+		}, overrides...)
+		b, err := spawnBroker(bin, nodeDir, int32(i+1), p.kafka, props)
+		if err != nil {
+			stopAll(nodes)
+			return nil, fmt.Errorf("node %d: %w", i+1, err)
+		}
+		nodes = append(nodes, b)
+	}
+
+	// The nodes become ready together, once they have formed the cluster,
+	// so wait for all of them at once; when one fails (say it exited
+	// because a port was taken), stop waiting for the others.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, b := range nodes {
+		wg.Go(func() {
+			if errs[i] = b.waitReady(wctx); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		err = fmt.Errorf("node %d: %w", i+1, err)
+		// Report the cause, not a node whose wait it cut short.
+		if first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled) {
+			first = err
+		}
+	}
+	if first != nil {
+		stopAll(nodes)
+		for _, b := range nodes {
+			if logHas(b.logPath, "address already in use") {
+				return nil, fmt.Errorf("%w: %w", errPortTaken, first)
+			}
+		}
+		return nil, first
+	}
+
+	for _, b := range nodes {
+		if err := waitClusterMetadata(ctx, b, nodes); err != nil {
+			stopAll(nodes)
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// clusterPorts are one node's listener addresses.
+type clusterPorts struct {
+	kafka, controller, gossip string
+}
+
+// freeClusterPorts finds 3n distinct free loopback ports, the gossip ones
+// free for UDP as well (serf uses both). Every port is held until all are
+// found, so that no two are the same.
+func freeClusterPorts(n int) ([]clusterPorts, error) {
+	var held []func() error
+	defer func() {
+		for _, release := range held {
+			release()
+		}
+	}()
+	take := func(udp bool) (string, error) {
+		for range 100 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return "", err
+			}
+			addr := ln.Addr().String()
+			if !udp {
+				held = append(held, ln.Close)
+				return addr, nil
+			}
+			pc, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				ln.Close()
+				continue
+			}
+			held = append(held, ln.Close, pc.Close)
+			return addr, nil
+		}
+		return "", errors.New("no loopback port free for both TCP and UDP in 100 tries")
+	}
+	ports := make([]clusterPorts, n)
+	for i := range ports {
+		var err error
+		if ports[i].kafka, err = take(false); err != nil {
+			return nil, err
+		}
+		if ports[i].controller, err = take(false); err != nil {
+			return nil, err
+		}
+		if ports[i].gossip, err = take(true); err != nil {
+			return nil, err
+		}
+	}
+	return ports, nil
+}
+
+// waitClusterMetadata polls Metadata from b itself until it lists exactly
+// the nodes, each at its address, and a controller among them.
+func waitClusterMetadata(ctx context.Context, b *broker, nodes []*broker) error {
+	want := map[int32]string{}
+	for _, n := range nodes {
+		want[n.id] = n.addr
+	}
+	err := pollUntil(ctx, clusterFormTimeout, func() error {
+		if crash := b.crashed(); crash != nil {
+			return crash
+		}
+		resp, err := metadataFrom(ctx, b)
+		if err != nil {
+			return err
+		}
+		got := map[int32]string{}
+		for _, br := range resp.Brokers {
+			got[br.NodeID] = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("brokers %v, want %v", got, want)
+		}
+		if _, ok := want[resp.ControllerID]; !ok {
+			return fmt.Errorf("controller %d", resp.ControllerID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %d: Metadata from it does not show the formed cluster within %s: %w\n%s",
+			b.id, clusterFormTimeout, err, tail(b.logPath, 20))
+	}
+	return nil
+}
+
+// metadataFrom sends one Metadata request for topics (all topics when none
+// is named) to b itself and returns b's answer. A franz-go client would
+// send it to whichever broker it likes.
+func metadataFrom(ctx context.Context, b *broker, topics ...string) (*kmsg.MetadataResponse, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RequestRetries(0))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return req.RequestWith(rctx, cl.SeedBrokers()[0])
+}
+
+// logHas reports whether the file at path contains s.
+func logHas(path, s string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(data), s)
+}
+
+// addrsOf returns the nodes' client addresses, in node order.
+func addrsOf(nodes []*broker) []string {
+	var addrs []string
+	for _, b := range nodes {
+		addrs = append(addrs, b.addr)
+	}
+	return addrs
+}
+
+// nodeErr names the node in err when the row has more than one.
+func nodeErr(nodes []*broker, b *broker, err error) error {
+	if err == nil || len(nodes) == 1 {
+		return err
+	}
+	return fmt.Errorf("node %d: %w", b.id, err)
+}
+
+// crashedAny returns the first node's crash, naming the node.
+func crashedAny(nodes []*broker) error {
+	for _, b := range nodes {
+		if err := b.crashed(); err != nil {
+			return nodeErr(nodes, b, err)
+		}
+	}
+	return nil
+}
+
+// raceAny returns the first node's data race report, naming the node.
+func raceAny(nodes []*broker) error {
+	for _, b := range nodes {
+		if err := b.raceReport(); err != nil {
+			return nodeErr(nodes, b, err)
+		}
+	}
+	return nil
+}
+
+// stopAll stops every node at once (each hands its leaderships over within
+// its own bounded controlled shutdown) and returns the first error.
+func stopAll(nodes []*broker) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, b := range nodes {
+		wg.Go(func() { errs[i] = nodeErr(nodes, b, b.stop()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logTails returns the last n lines of every node's log, each under a
+// heading naming the node and the file.
+func logTails(nodes []*broker, n int) string {
+	var s strings.Builder
+	for _, b := range nodes {
+		if len(nodes) > 1 {
+			fmt.Fprintf(&s, "--- node %d ", b.id)
+		}
+		fmt.Fprintf(&s, "broker log tail (%s):\n%s\n", b.logPath, tail(b.logPath, n))
+	}
+	return s.String()
+}
+
+// nodeIDs returns the nodes' ids as strings, sorted, for comparing with tool
+// output.
+func nodeIDs(nodes []*broker) []string {
+	var ids []string
+	for _, b := range nodes {
+		ids = append(ids, strconv.Itoa(int(b.id)))
+	}
+	slices.Sort(ids)
+	return ids
+}
