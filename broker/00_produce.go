@@ -9,7 +9,13 @@ package broker
 // connection so the client refreshes its metadata); acks=1 is answered after
 // the leader's append; acks=-1 after the high watermark passes the batch, i.e.
 // every in-sync replica has it, or REQUEST_TIMED_OUT after the request's
-// timeout. acks=-1 with fewer in-sync replicas than min.insync.replicas is
+// timeout. Batches of idempotent and transactional producers are checked
+// against the partition's producer table first (producer_state.go, package
+// txn): a retry of one of the producer's last five batches is answered with
+// its original base offset and not appended again, a sequence gap is
+// OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, a
+// plain batch inside an open transaction INVALID_TXN_STATE and a control
+// batch INVALID_RECORD. acks=-1 with fewer in-sync replicas than min.insync.replicas is
 // NOT_ENOUGH_REPLICAS before anything is written; if the high watermark
 // passes the batch while the ISR is below min.insync.replicas (it shrank
 // during the wait) the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, and a
@@ -28,6 +34,7 @@ import (
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/txn"
 )
 
 func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
@@ -154,24 +161,16 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	}
 	// A retried idempotent batch the log already holds is answered with
 	// its original offsets, not appended again.
-	headers := logstore.ParseBatchHeaders(rp.Records)
-	p.producers.mu.Lock()
-	if len(headers) == 1 && idempotent(headers[0]) {
-		if dup, ok := p.producers.duplicateLocked(headers[0]); ok {
-			p.producers.mu.Unlock()
-			sp.BaseOffset = dup.firstOffset
-			sp.LogStartOffset = p.log.LogStartOffset()
-			return p, epoch, dup.lastOffset, nil
-		}
-	}
-	res, err := p.log.AppendAsLeader(rp.Records, epoch)
-	if err == nil {
-		p.producers.recordLocked(headers, res.FirstOffset)
-	}
-	p.producers.mu.Unlock()
+	out, err := p.appendAsLeader(rp.Records, epoch, txn.OriginClient, 0)
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	if out.duplicate {
+		sp.BaseOffset = out.dupFirst
+		sp.LogStartOffset = p.log.LogStartOffset()
+		return p, epoch, out.dupLast, nil
+	}
+	res := out.res
 	sp.BaseOffset = res.FirstOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset

@@ -2,8 +2,14 @@ package broker
 
 // Fetch (api key 1), versions 4–18: record format v2 only.
 //
-// A consumer fetch reads whole batches below the high watermark (the last
-// stable offset equals it until transactions exist); a replica fetch (replica
+// A consumer fetch reads whole batches below the high watermark, or with
+// isolation_level=1 (read_committed) below the last stable offset (the
+// first offset of the oldest open transaction, producer_state.go), with
+// AbortedTransactions listing, from the log's aborted-transaction index,
+// the aborted transactions that overlap the batches returned, so the
+// consumer drops their records; every response partition carries the last
+// stable offset, whatever the isolation level, as Kafka's does. A replica
+// fetch (replica
 // id >= 0, v15+ in ReplicaState) reads up to the log end offset. MaxWaitMillis
 // and MinBytes make a long poll: when less than MinBytes are available the
 // request waits for any of its partitions' high watermarks to move (a
@@ -153,8 +159,12 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	}
 	hw := p.highWatermark()
 	sp.HighWatermark = hw
-	sp.LastStableOffset = hw
+	sp.LastStableOffset = min(p.lastStableOffset(), hw)
 	sp.LogStartOffset = p.log.LogStartOffset()
+	committed := replicaID < 0 && req.IsolationLevel == isolationCommitted
+	if committed {
+		sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
 
 	if req.Version >= 12 && rp.LastFetchedEpoch >= 0 {
 		divEpoch, divEnd := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
@@ -166,6 +176,9 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	}
 
 	maxOffset := hw
+	if committed {
+		maxOffset = sp.LastStableOffset
+	}
 	if replicaID >= 0 {
 		brokerEpoch := int64(-1)
 		if req.Version >= 15 {
@@ -176,7 +189,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		}
 		// The follower's progress may have moved the high watermark.
 		sp.HighWatermark = p.highWatermark()
-		sp.LastStableOffset = sp.HighWatermark
+		sp.LastStableOffset = min(p.lastStableOffset(), sp.HighWatermark)
 		maxOffset = p.log.LogEndOffset()
 	}
 	limit := int(rp.PartitionMaxBytes)
@@ -195,6 +208,16 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	}
 	if len(res.Data) > 0 {
 		sp.RecordBatches = res.Data
+		if committed {
+			upper, err := nextOffsetAfter(res.Data)
+			if err != nil {
+				return p, err
+			}
+			for _, a := range p.log.AbortedTxns(rp.FetchOffset, upper) {
+				sp.AbortedTransactions = append(sp.AbortedTransactions,
+					kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+			}
+		}
 	}
 	return p, nil
 }

@@ -2,14 +2,16 @@ package broker
 
 // ListOffsets (api key 2), versions 1–11.
 //
-// Special timestamps: -1 latest (the high watermark; the last stable offset
-// for read_committed, which equals it until transactions exist), -2 earliest
+// Special timestamps: -1 latest (the high watermark; for isolation_level=1,
+// read_committed, the last stable offset: the first offset of the oldest
+// open transaction, capped by the high watermark), -2 earliest
 // (the log start offset), -3 the record with the largest timestamp (v7+,
 // KIP-734), -4 earliest local (v8+, KIP-1005: the log start offset, since all
 // of sluice's log is local), -5 latest tiered (v9+: no tiered storage, so no
 // offset). Any other timestamp finds the first record whose timestamp is at
 // least that, through the time index; nothing at or above the high watermark
-// is returned to a consumer. CurrentLeaderEpoch (v4+) is checked as Fetch
+// is returned to a consumer (nothing at or above the last stable offset
+// for read_committed). CurrentLeaderEpoch (v4+) is checked as Fetch
 // does (KIP-320).
 
 import (
@@ -54,6 +56,9 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 					return err
 				}
 				hw := p.highWatermark()
+				if req.IsolationLevel == isolationCommitted {
+					hw = min(p.lastStableOffset(), hw)
+				}
 				latestEpoch := p.log.LatestEpoch()
 				switch rp.Timestamp {
 				case listLatest:

@@ -12,7 +12,6 @@ package broker
 // Transactional ids need the transaction coordinator, which sluice does not
 // have yet: such requests get COORDINATOR_NOT_AVAILABLE (a client cannot
 // find a transaction coordinator through FindCoordinator either).
-// Sequence-number checks on produce (duplicates, gaps) come with it.
 
 import (
 	"context"

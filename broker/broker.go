@@ -354,6 +354,15 @@ func (b *Broker) shutdown(clean bool) error {
 		errs = append(errs, err)
 	}
 	if clean {
+		// The producer tables as of the log end, so the next start
+		// replays nothing (as Kafka's clean shutdown does).
+		b.mu.RLock()
+		for _, p := range b.partitions {
+			if err := p.snapshotProducers(); err != nil {
+				b.logger.Warn("cannot snapshot producer state", "partition", p.tp.String(), "err", err)
+			}
+		}
+		b.mu.RUnlock()
 		if err := b.dir.Close(b.highWatermarks()); err != nil {
 			errs = append(errs, err)
 		}
@@ -364,7 +373,8 @@ func (b *Broker) shutdown(clean bool) error {
 }
 
 // maintain runs the periodic log work: retention, removal of deleted
-// segments, and the high-watermark / recovery-point checkpoints.
+// segments, the high-watermark / recovery-point checkpoints and producer
+// expiry.
 func (b *Broker) maintain(ctx context.Context) {
 	retention := time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
 	if retention <= 0 {
@@ -376,19 +386,38 @@ func (b *Broker) maintain(ctx context.Context) {
 	}
 	retentionT := time.NewTicker(retention)
 	checkpointT := time.NewTicker(checkpoint)
+	// producer.id.expiration.check.interval.ms, Kafka's default.
+	expireT := time.NewTicker(10 * time.Minute)
 	defer retentionT.Stop()
 	defer checkpointT.Stop()
+	defer expireT.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-retentionT.C:
 			b.RunRetention()
+		case <-expireT.C:
+			b.expireProducers()
 		case <-checkpointT.C:
 			if err := b.dir.Checkpoint(b.highWatermarks()); err != nil {
 				b.logger.Warn("checkpoint failed", "err", err)
 			}
 		}
+	}
+}
+
+// expireProducers drops, on every replica, the producers without an open
+// transaction that have not written for producer.id.expiration.ms.
+func (b *Broker) expireProducers() {
+	b.mu.RLock()
+	parts := make([]*partition, 0, len(b.partitions))
+	for _, p := range b.partitions {
+		parts = append(parts, p)
+	}
+	b.mu.RUnlock()
+	for _, p := range parts {
+		p.expireProducers()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/txn"
 )
 
 // errorCode turns an internal error into the Kafka error code a client gets.
@@ -36,6 +37,14 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, logstore.ErrKafkaStorage):
 		return kerr.KafkaStorageError.Code
+	case errors.Is(err, txn.ErrBatchOutOfOrder):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, txn.ErrBatchStaleEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, txn.ErrBatchNotTransactional):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, txn.ErrMarkerCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	}
 	return kerr.UnknownServerError.Code
 }

@@ -25,6 +25,7 @@ func (b *Broker) registerHandlers() {
 	r.Register(21, 0, 2, b.handleDeleteRecords)
 	r.Register(22, 0, 5, b.handleInitProducerID)
 	r.Register(23, 2, 4, b.handleOffsetForLeaderEpoch)
+	r.Register(27, 0, 2, b.handleWriteTxnMarkers)
 	r.Register(32, 1, 4, b.handleDescribeConfigs)
 	r.Register(33, 0, 2, b.controllerAPI(b.handleAlterConfigs))
 	r.Register(35, 1, 5, b.handleDescribeLogDirs)
@@ -34,6 +35,7 @@ func (b *Broker) registerHandlers() {
 	r.Register(56, 0, 3, b.controllerAPI(b.handleAlterPartition))
 	r.Register(47, 0, 0, b.handleOffsetDelete)
 	r.Register(60, 0, 2, b.handleDescribeCluster)
+	r.Register(61, 0, 0, b.handleDescribeProducers)
 	r.Register(67, 0, 0, b.controllerAPI(b.handleAllocateProducerIDs))
 	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
 }

@@ -21,9 +21,10 @@ type partition struct {
 	topicID [16]byte
 	log     *logstore.Log
 
-	// producers is the idempotent producers' recent batches
-	// (producer_state.go); its mutex is taken after partition.mu when
-	// both are held, and is held across an append.
+	// producers is the partition's producer table (producer_state.go):
+	// idempotence, open transactions and the last stable offset. Its
+	// mutex is taken after partition.mu when both are held, and is held
+	// across an append.
 	producers producerState
 
 	mu             sync.Mutex // guards the fields below and waiters

@@ -1,101 +1,310 @@
 package broker
 
+// The partition side of idempotence and transactions: every append to a
+// replica's log goes through here so that the partition's producer table
+// (txn.ProducerState) sees every batch the log holds, in order.
+//
+//   - A leader validates a producer's batches (appendAsLeader with
+//     txn.OriginClient) or a coordinator's markers (txn.OriginCoordinator)
+//     before appending: a retried batch is answered with its original
+//     offsets, sequence gaps and stale epochs are refused with Kafka's codes.
+//   - A follower applies what it appends (appendAsFollower), unchecked, so
+//     it has the table when it becomes leader.
+//   - Each append that completes aborted transactions records them in the
+//     log's aborted-transaction index; each append that rolls a segment
+//     snapshots the table at the new segment's base, before applying the
+//     appended batches, so the snapshot describes exactly the offsets below.
+//   - The table is rebuilt from the newest snapshot at or below the log end
+//     plus a replay of the batches after it when the replica is opened and
+//     after every truncation (rebuildProducerState).
+//   - The last stable offset comes from the table and the high watermark
+//     (lastStableOffset).
+//
+// Lock order: partition.mu before producerState.mu before the log's own
+// locks; producerState.mu is held across an append, so the table and the
+// log never disagree about which batches are in.
+
 import (
+	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/txn"
 )
 
-// producerState remembers, per producer id, the last batches an idempotent
-// producer wrote to one partition, so that a retried batch — one the log
-// already holds because the acknowledgement was lost, typically across a
-// leader failover — is answered with its original offsets instead of being
-// appended twice. Leaders and followers both record every batch they
-// append, so a follower that becomes leader already knows the producers.
-//
-// This is the duplicate check only: sequence gaps (OUT_OF_ORDER_SEQUENCE_NUMBER),
-// stale epochs and rebuilding the state from the log after a restart come
-// with the transaction work (issue 6). A producer the state does not know is
-// accepted as it is.
+// producerState is a partition's producer table under its own lock.
 type producerState struct {
-	mu        sync.Mutex
-	producers map[int64]*producerBatches
+	// cfg is set when the partition is created, before any use.
+	cfg producerConfig
+
+	mu    sync.Mutex
+	table *txn.ProducerState // nil until rebuildProducerState; then never nil
 }
 
-// producerBatches is one producer's most recent batches, oldest first.
-type producerBatches struct {
-	epoch   int16
-	batches []producerBatch
+// producerConfig is what the producer table needs from the broker. The
+// zero value logs to slog.Default, uses the wall clock and never expires
+// producers on restore.
+type producerConfig struct {
+	logger       *slog.Logger
+	now          func() time.Time
+	expirationMs int64 // producer.id.expiration.ms
 }
 
-type producerBatch struct {
-	firstSeq, lastSeq       int32
-	firstOffset, lastOffset int64
-}
-
-// maxProducerBatches is how many batches per producer Kafka keeps for
-// duplicate detection; a producer has at most five requests in flight.
-const maxProducerBatches = 5
-
-// idempotent reports whether a batch carries a producer id and sequence.
-func idempotent(h logstore.BatchHeader) bool { return h.ProducerID >= 0 && h.BaseSequence >= 0 }
-
-// duplicateLocked returns the offsets a single idempotent batch was already
-// written at, if the producer's recent batches hold it. Lock should be held.
-func (s *producerState) duplicateLocked(h logstore.BatchHeader) (producerBatch, bool) {
-	pb := s.producers[h.ProducerID]
-	if pb == nil || pb.epoch != h.ProducerEpoch {
-		return producerBatch{}, false
+func (c producerConfig) log() *slog.Logger {
+	if c.logger == nil {
+		return slog.Default()
 	}
-	lastSeq := h.BaseSequence + h.LastOffsetDelta
-	for _, b := range pb.batches {
-		if b.firstSeq == h.BaseSequence && b.lastSeq == lastSeq {
-			return b, true
+	return c.logger
+}
+
+func (c producerConfig) nowMs() int64 {
+	if c.now == nil {
+		return time.Now().UnixMilli()
+	}
+	return c.now().UnixMilli()
+}
+
+// errControlFromClient: INVALID_RECORD, as Kafka answers a producer that
+// sends a control batch.
+var errControlFromClient = fmt.Errorf("%w: clients may not write control batches", logstore.ErrInvalidRecord)
+
+// txnBatches describes the batches of records for the producer table;
+// control batches have their marker decoded. It returns nil when records
+// is not a sequence of v2 batches (the append fails on it anyway).
+func txnBatches(records []byte) ([]txn.Batch, error) {
+	headers := logstore.ParseBatchHeaders(records)
+	out := make([]txn.Batch, 0, len(headers))
+	pos := int64(0)
+	for _, h := range headers {
+		b, err := txnBatch(h, records[pos:pos+h.BatchSize()])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		pos += h.BatchSize()
+	}
+	return out, nil
+}
+
+// txnBatch converts one header; raw is the whole batch, needed only for
+// control batches.
+func txnBatch(h logstore.BatchHeader, raw []byte) (txn.Batch, error) {
+	b := txn.Batch{
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		BaseOffset: h.BaseOffset, LastOffsetDelta: h.LastOffsetDelta, MaxTimestamp: h.MaxTimestamp,
+		Transactional: h.IsTransactional(), Control: h.IsControl(),
+	}
+	if b.Control && h.ProducerID >= 0 {
+		m, err := txn.DecodeMarkerBatch(raw)
+		if err != nil && !errors.Is(err, txn.ErrNotMarker) {
+			return txn.Batch{}, err
+		}
+		b.Marker = m
+	}
+	return b, nil
+}
+
+// withOffsets sets the base offsets the leader assigned, from first on.
+func withOffsets(batches []txn.Batch, first int64) {
+	for i := range batches {
+		batches[i].BaseOffset = first
+		first = batches[i].LastOffset() + 1
+	}
+}
+
+// leaderAppend is the outcome of appendAsLeader.
+type leaderAppend struct {
+	res logstore.AppendResult
+	// duplicate is set when the batches were a retry of batches the log
+	// holds: nothing was appended and dupFirst/dupLast are their offsets.
+	duplicate         bool
+	dupFirst, dupLast int64
+}
+
+// appendAsLeader validates records for origin against the producer table,
+// appends them at leaderEpoch and applies them. txnVersion is a
+// coordinator's marker transaction version (0 otherwise).
+func (p *partition) appendAsLeader(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8) (leaderAppend, error) {
+	batches, err := txnBatches(records)
+	if err != nil {
+		return leaderAppend{}, fmt.Errorf("%w: %v", logstore.ErrInvalidRecord, err)
+	}
+	if origin == txn.OriginClient {
+		for _, b := range batches {
+			if b.Control {
+				return leaderAppend{}, errControlFromClient
+			}
 		}
 	}
-	return producerBatch{}, false
+	ps := &p.producers
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	table := ps.tableLocked()
+	dup, isDup, err := table.Validate(batches, origin, txnVersion)
+	if err != nil {
+		return leaderAppend{}, err
+	}
+	if isDup {
+		return leaderAppend{duplicate: true, dupFirst: dup.FirstOffset, dupLast: dup.LastOffset}, nil
+	}
+	res, err := p.log.AppendAsLeader(records, leaderEpoch)
+	if err != nil {
+		return leaderAppend{}, err
+	}
+	withOffsets(batches, res.FirstOffset)
+	p.appliedLocked(batches, res)
+	return leaderAppend{res: res}, nil
 }
 
-// recordLocked remembers batches just appended; firstOffset is the offset
-// the first of them got. Lock should be held.
-func (s *producerState) recordLocked(headers []logstore.BatchHeader, firstOffset int64) {
-	offset := firstOffset
-	for _, h := range headers {
-		last := offset + int64(h.LastOffsetDelta)
-		if idempotent(h) {
-			if s.producers == nil {
-				s.producers = make(map[int64]*producerBatches)
-			}
-			pb := s.producers[h.ProducerID]
-			if pb == nil || h.ProducerEpoch > pb.epoch {
-				pb = &producerBatches{epoch: h.ProducerEpoch}
-				s.producers[h.ProducerID] = pb
-			}
-			if h.ProducerEpoch == pb.epoch {
-				pb.batches = append(pb.batches, producerBatch{
-					firstSeq: h.BaseSequence, lastSeq: h.BaseSequence + h.LastOffsetDelta,
-					firstOffset: offset, lastOffset: last,
-				})
-				if len(pb.batches) > maxProducerBatches {
-					pb.batches = pb.batches[len(pb.batches)-maxProducerBatches:]
-				}
-			}
+// appliedLocked brings the table up to date with an append: a snapshot
+// first if the append rolled, then the batches, then the aborted
+// transactions they completed into the index. A failure to write either
+// file is logged, not returned: the batches are in the log, and a rebuild
+// would find them. Lock should be held (producerState.mu).
+func (p *partition) appliedLocked(batches []txn.Batch, res logstore.AppendResult) {
+	logger := p.producers.cfg.log()
+	table := p.producers.tableLocked()
+	if res.Rolled {
+		if err := p.log.WriteProducerSnapshot(res.FirstOffset, table.Snapshot()); err != nil {
+			logger.Warn("cannot write producer snapshot", "partition", p.tp.String(), "offset", res.FirstOffset, "err", err)
 		}
-		offset = last + 1
+	}
+	for _, c := range table.Apply(batches) {
+		if !c.Aborted {
+			continue
+		}
+		err := p.log.AppendAbortedTxn(logstore.AbortedTxn{ProducerID: c.ProducerID, FirstOffset: c.FirstOffset,
+			LastOffset: c.LastOffset, LastStableOffset: c.LastStableOffset})
+		if err != nil {
+			logger.Warn("cannot index aborted transaction", "partition", p.tp.String(), "producer_id", c.ProducerID, "err", err)
+		}
 	}
 }
 
-// recordFollowerLocked remembers batches a follower appended; they carry
-// the offsets the leader gave them. Lock should be held.
-func (s *producerState) recordFollowerLocked(headers []logstore.BatchHeader) {
-	for _, h := range headers {
-		s.recordLocked([]logstore.BatchHeader{h}, h.BaseOffset)
+// tableLocked returns the table, creating an empty one for a partition
+// that was never rebuilt (tests that build partitions by hand). Lock
+// should be held (producerState.mu).
+func (ps *producerState) tableLocked() *txn.ProducerState {
+	if ps.table == nil {
+		ps.table = txn.NewProducerState()
 	}
+	return ps.table
 }
 
-// forget drops everything: the log was truncated below batches it knew.
-func (s *producerState) forget() {
-	s.mu.Lock()
-	s.producers = nil
-	s.mu.Unlock()
+// rebuildProducerState replaces the table with one rebuilt from the log:
+// the newest readable snapshot at or below the log end offset (producers
+// already expired at nowMs left out), then every batch after it, whose
+// aborted transactions are put back into the index (entries already there
+// are skipped). Called when the replica is opened and after truncation.
+func (p *partition) rebuildProducerState() error {
+	ps := &p.producers
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return p.rebuildProducerStateLocked()
+}
+
+// rebuildProducerStateLocked: Lock should be held (producerState.mu).
+func (p *partition) rebuildProducerStateLocked() error {
+	ps := &p.producers
+	logger, nowMs, expirationMs := ps.cfg.log(), ps.cfg.nowMs(), ps.cfg.expirationMs
+	end := p.log.LogEndOffset()
+	table, from := txn.NewProducerState(), int64(0)
+	for {
+		off, data, ok, err := p.log.LatestProducerSnapshot(end)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		restored, err := txn.RestoreProducerState(data, nowMs, expirationMs)
+		if err == nil {
+			table, from = restored, off
+			break
+		}
+		logger.Warn("ignoring unreadable producer snapshot", "partition", p.tp.String(), "offset", off, "err", err)
+		if err := p.log.DeleteProducerSnapshot(off); err != nil {
+			return err
+		}
+	}
+	ps.table = table
+	return p.log.ScanBatches(from, func(h logstore.BatchHeader, control []byte) error {
+		if h.ProducerID < 0 {
+			return nil
+		}
+		b, err := txnBatch(h, control)
+		if err != nil {
+			logger.Warn("skipping unreadable control batch", "partition", p.tp.String(), "offset", h.BaseOffset, "err", err)
+			return nil
+		}
+		p.appliedLocked([]txn.Batch{b}, logstore.AppendResult{})
+		return nil
+	})
+}
+
+// lastStableOffset is the offset read_committed consumers may read up to:
+// the high watermark, or the first offset of the oldest transaction that
+// is open or whose marker is not yet below the high watermark.
+func (p *partition) lastStableOffset() int64 {
+	hw := p.highWatermark()
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	return p.producers.tableLocked().LastStableOffset(hw)
+}
+
+// snapshotProducers writes the table as the snapshot at the log end
+// offset; the broker calls it at clean shutdown, with appends stopped, so
+// the next start replays nothing.
+func (p *partition) snapshotProducers() error {
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	return p.log.WriteProducerSnapshot(p.log.LogEndOffset(), p.producers.tableLocked().Snapshot())
+}
+
+// expireProducers drops producers idle for producer.id.expiration.ms.
+func (p *partition) expireProducers() int {
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	if p.producers.cfg.expirationMs <= 0 {
+		return 0
+	}
+	return p.producers.tableLocked().RemoveExpired(p.producers.cfg.nowMs(), p.producers.cfg.expirationMs)
+}
+
+// appendAsFollowerLocked appends batches fetched from the leader and
+// applies them to the table. Lock should be held (partition.mu).
+func (p *partition) appendAsFollowerLocked(records []byte) error {
+	batches, err := txnBatches(records)
+	if err != nil {
+		return fmt.Errorf("%w: %v", logstore.ErrCorruptMessage, err)
+	}
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	res, err := p.log.AppendAsFollower(records)
+	if err != nil {
+		return err
+	}
+	p.appliedLocked(batches, res)
+	return nil
+}
+
+// truncateLocked truncates the log to offset and rebuilds the table from
+// what is left. Lock should be held (partition.mu).
+func (p *partition) truncateLocked(offset int64) error {
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	if err := p.log.TruncateTo(offset); err != nil {
+		return err
+	}
+	return p.rebuildProducerStateLocked()
+}
+
+// activeProducers returns the table's entries (DescribeProducers).
+func (p *partition) activeProducers() []txn.ProducerEntry {
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	return p.producers.tableLocked().Producers()
 }

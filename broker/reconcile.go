@@ -52,6 +52,10 @@ func (b *Broker) reconcile(img *controller.Image) {
 					continue
 				}
 				p = newPartition(tp, t.ID, log)
+				p.producers.cfg = producerConfig{logger: b.logger, now: b.now, expirationMs: int64(b.cfg.ProducerIDExpirationMs)}
+				if err := p.rebuildProducerState(); err != nil {
+					b.logger.Error("cannot rebuild producer state", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				}
 				hw, ok := b.dir.CheckpointedHighWatermark(tp)
 				if !ok || hw > log.LogEndOffset() {
 					hw = 0

@@ -1,12 +1,12 @@
 package broker
 
-import "github.com/sluicedev/sluice/logstore"
-
 // The follower's side of a partition: every change to a follower's log
 // goes through these methods, which hold partition.mu and first check that
 // the node still follows the same leader at the same leader epoch, so a
 // fetch response that was in flight while the image made this node leader
-// (or moved it to another leader) can never write into the log.
+// (or moved it to another leader) can never write into the log. Appends
+// and truncations keep the producer table in step (producer_state.go): a
+// truncation rebuilds it from the snapshot and batches that remain.
 
 // following reports whether the partition is still followed from leader at
 // leaderEpoch. Lock should be held.
@@ -21,14 +21,7 @@ func (p *partition) appendAsFollower(leader, leaderEpoch int32, records []byte) 
 	if !p.followingLocked(leader, leaderEpoch) {
 		return nil
 	}
-	headers := logstore.ParseBatchHeaders(records)
-	p.producers.mu.Lock()
-	defer p.producers.mu.Unlock()
-	if _, err := p.log.AppendAsFollower(records); err != nil {
-		return err
-	}
-	p.producers.recordFollowerLocked(headers)
-	return nil
+	return p.appendAsFollowerLocked(records)
 }
 
 // truncateByEpoch truncates after the leader answered that its epoch
@@ -51,8 +44,7 @@ func (p *partition) truncateByEpoch(leader, leaderEpoch, divEpoch int32, divEnd 
 	if target < 0 {
 		target = 0
 	}
-	p.producers.forget()
-	if err := p.log.TruncateTo(target); err != nil {
+	if err := p.truncateLocked(target); err != nil {
 		return err
 	}
 	p.clampHighWatermarkLocked()
@@ -67,8 +59,7 @@ func (p *partition) truncateFully(leader, leaderEpoch int32) error {
 	if !p.followingLocked(leader, leaderEpoch) {
 		return nil
 	}
-	p.producers.forget()
-	if err := p.log.TruncateTo(0); err != nil {
+	if err := p.truncateLocked(0); err != nil {
 		return err
 	}
 	p.clampHighWatermarkLocked()

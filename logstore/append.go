@@ -19,6 +19,10 @@ type AppendResult struct {
 	LogStartOffset int64
 	Batches        int
 	Records        int
+	// Rolled is set when the append started a new segment, at FirstOffset:
+	// the broker snapshots its producer state there (before applying the
+	// appended batches to it).
+	Rolled bool
 }
 
 // AppendAsLeader appends a producer's record batches. Every batch is
@@ -56,7 +60,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	if err := l.epochs.assign(leaderEpoch, res.FirstOffset); err != nil {
 		return AppendResult{}, l.fail("leader epoch checkpoint", err)
 	}
-	if err := l.appendLocked(records, spans, now); err != nil {
+	if res.Rolled, err = l.appendLocked(records, spans, now); err != nil {
 		return AppendResult{}, err
 	}
 	res.LogStartOffset = l.logStart
@@ -92,7 +96,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 			return AppendResult{}, l.fail("leader epoch checkpoint", err)
 		}
 	}
-	if err := l.appendLocked(records, spans, l.now()); err != nil {
+	if res.Rolled, err = l.appendLocked(records, spans, l.now()); err != nil {
 		return AppendResult{}, err
 	}
 	res.LogStartOffset = l.logStart
@@ -100,9 +104,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 }
 
 // appendLocked writes validated, stamped batches to the active segment
-// (rolling first if needed) and then publishes them to readers.
-// Lock should be held (appendMu).
-func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) error {
+// (rolling first if needed) and then publishes them to readers. It reports
+// whether it rolled. Lock should be held (appendMu).
+func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) (rolled bool, err error) {
 	first := spans[0].header
 	last := spans[len(spans)-1].header
 	maxTs := int64(-1)
@@ -111,15 +115,16 @@ func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) err
 	}
 	seg := l.active()
 	if l.shouldRollLocked(seg, int64(len(records)), maxTs, last.lastOffset(), now) {
-		var err error
+		old := seg
 		if seg, err = l.rollLocked(first.BaseOffset, now); err != nil {
-			return err
+			return false, err
 		}
+		rolled = seg != old
 	}
 	pos := seg.size
 	if _, err := seg.log.WriteAt(records, pos); err != nil {
 		_ = seg.log.Truncate(pos) // best effort; recovery will cut a torn tail anyway
-		return l.fail("append", err)
+		return rolled, l.fail("append", err)
 	}
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
@@ -131,12 +136,12 @@ func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) err
 			seg.size = pos + int64(len(records))
 			seg.nextOffset = last.nextOffset()
 			l.logEnd = seg.nextOffset
-			return l.fail("index append", err)
+			return rolled, l.fail("index append", err)
 		}
 	}
 	seg.lastModified = now
 	l.logEnd = seg.nextOffset
-	return nil
+	return rolled, nil
 }
 
 // shouldRollLocked follows Kafka's LogSegment.shouldRoll: a non-empty
@@ -183,7 +188,7 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	}
 	// Files left over from an earlier incarnation of this offset range
 	// (a truncation, say) must not leak into the new segment.
-	if err := errors.Join(seg.log.Truncate(0), seg.index.reset(), seg.timeIndex.reset()); err != nil {
+	if err := errors.Join(seg.log.Truncate(0), seg.index.reset(), seg.timeIndex.reset(), seg.txnIndex.reset()); err != nil {
 		seg.close()
 		return nil, l.fail("roll", err)
 	}

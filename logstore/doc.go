@@ -15,7 +15,9 @@
 //	    00000000000000000000.log         record batches
 //	    00000000000000000000.index       sparse offset index
 //	    00000000000000000000.timeindex   time index
+//	    00000000000000000000.txnindex    aborted transactions (only if any)
 //	    00000000000000004711.log         next segment, named by its base offset
+//	    00000000000000004711.snapshot    producer state as of offset 4711
 //	    ...
 //	    leader-epoch-checkpoint
 //	    partition.metadata
@@ -76,6 +78,27 @@
 //	|                           |  that reached it)           |
 //	+---------------------------+-----------------------------+
 //
+// # Aborted transaction index (.txnindex)
+//
+// One entry per transaction aborted by a marker in the segment, in marker
+// order, appended by the broker when it applies an ABORT marker
+// (Log.AppendAbortedTxn), truncated with the log, deleted with the
+// segment, and after a crash rebuilt by the broker replaying the markers of
+// the recovered segments. AbortedTxns answers read_committed fetches.
+//
+//	+---------------+------------------+-------------------+
+//	| version int16 | producerId int64 | firstOffset int64 |
+//	| (0)           |                  |                   |
+//	+---------------+------------------+-------------------+  x N
+//	| lastOffset int64 (the marker)  | lastStableOffset int64 |
+//	+--------------------------------+------------------------+
+//
+// # Producer snapshots (.snapshot)
+//
+// Opaque to logstore: bytes the broker's producer state (package txn)
+// encodes in Kafka's snapshot format, named by the offset they describe.
+// See snapshot.go for when they are written and deleted.
+//
 // # Text files
 //
 //	offset checkpoints      leader-epoch-checkpoint   partition.metadata
@@ -107,8 +130,7 @@
 //
 // # Not implemented yet
 //
-// Log compaction (cleanup.policy=compact), producer-state snapshots
-// (idempotence and transactions after a restart), per-record validation of
+// Log compaction (cleanup.policy=compact), per-record validation of
 // produced batches (Kafka decompresses and checks every record; sluice
 // checks batch headers and CRCs only), timestamp-difference checks
 // (message.timestamp.*.max.ms), parallel recovery of partitions and

@@ -110,6 +110,7 @@ type Log struct {
 	appendMu       sync.Mutex
 	writeErr       error           // sticky; guarded by appendMu
 	pendingDeletes []pendingDelete // guarded by appendMu
+	snapshots      []int64         // producer snapshot offsets, sorted; guarded by appendMu
 
 	segsMu        sync.RWMutex
 	segments      []*segment // oldest first; the last is the active segment

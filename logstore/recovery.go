@@ -62,6 +62,7 @@ func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 	l := &Log{tp: p.tp, topicID: p.topicID, path: path, fsys: d.fsys, now: d.now, logger: d.logger,
 		epochs: epochs, cfg: cfg}
 
+	recoveredFrom := int64(-1) // base of the first segment crash recovery rebuilt
 	fail := func(err error) (*Log, RecoveryStats, error) {
 		for _, s := range l.segments {
 			s.close()
@@ -82,6 +83,14 @@ func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 			continue
 		}
 		stats.SegmentsScanned++
+		if recoveredFrom < 0 {
+			recoveredFrom = base
+		}
+		// The broker rebuilds the aborted-transaction index of recovered
+		// segments by replaying their markers (see snapshot.go).
+		if err := s.txnIndex.reset(); err != nil {
+			return fail(err)
+		}
 		truncated, err := s.rebuild(cfg, true, func(h BatchHeader) {
 			if h.LeaderEpoch >= 0 {
 				_ = epochs.assign(h.LeaderEpoch, h.BaseOffset) // persisted again below
@@ -104,7 +113,7 @@ func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 				if err == nil {
 					stats.BytesTruncated += st.Size()
 				}
-				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 					if err := d.fsys.Remove(filepath.Join(path, segmentName(b)+suf)); err != nil && !isNotExist(err) {
 						return fail(err)
 					}
@@ -132,6 +141,14 @@ func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 	// past the old recovery point were just recovered and fsynced.
 	l.recoveryPoint = l.logEnd
 	if err := errors.Join(epochs.truncateFromEnd(l.logEnd), epochs.truncateFromStart(l.logStart)); err != nil {
+		return fail(err)
+	}
+	if l.snapshots, err = listSnapshots(d.fsys, path); err != nil {
+		return fail(err)
+	}
+	if err := l.deleteSnapshotsLocked(func(o int64) bool {
+		return o > l.logEnd || (recoveredFrom >= 0 && o > recoveredFrom)
+	}); err != nil {
 		return fail(err)
 	}
 	if !p.clean && len(epochs.snapshot()) > 0 {
@@ -197,12 +214,12 @@ func scanPartitionDir(fsys FS, path string) ([]int64, error) {
 			if base, ok := parseSegmentName(strings.TrimSuffix(name, logSuffix)); ok {
 				logs[base] = true
 			}
-		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
 			indexes = append(indexes, name)
 		}
 	}
 	for _, name := range indexes {
-		stem := strings.TrimSuffix(strings.TrimSuffix(name, indexSuffix), timeIndexSuffix)
+		stem := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, indexSuffix), timeIndexSuffix), txnIndexSuffix)
 		if base, ok := parseSegmentName(stem); ok && !logs[base] {
 			if err := fsys.Remove(filepath.Join(path, name)); err != nil && !isNotExist(err) {
 				return nil, err

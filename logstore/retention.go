@@ -114,6 +114,10 @@ func (l *Log) deleteSegmentsLocked(n int, now time.Time) error {
 	if err := l.epochs.truncateFromStart(l.logStart); err != nil {
 		return l.fail("leader epoch checkpoint", err)
 	}
+	first := l.segments[0].base
+	if err := l.deleteSnapshotsLocked(func(o int64) bool { return o < first }); err != nil {
+		return l.fail("delete segment", err)
+	}
 	return nil
 }
 

@@ -21,7 +21,8 @@ const (
 // segmentName is the 20-digit zero-padded base offset Kafka names files by.
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
 
-// segment is one .log file with its .index and .timeindex.
+// segment is one .log file with its .index, .timeindex and (when a
+// transaction was aborted in it) .txnindex.
 //
 // Concurrency: the fields below the files are written only by the Log's
 // writer (appendMu held) and, for readers, under segsMu held for writing; a
@@ -34,6 +35,7 @@ type segment struct {
 	log       File
 	index     *offsetIndex
 	timeIndex *timeIndex
+	txnIndex  *txnIndex
 
 	size                 int64 // committed bytes of the .log file
 	nextOffset           int64 // offset after the last batch; base when empty
@@ -65,6 +67,12 @@ func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*s
 	if s.timeIndex, err = openTimeIndex(fsys, s.path(timeIndexSuffix), base, cfg.SegmentIndexBytes); err != nil {
 		s.log.Close()
 		s.index.file.Close()
+		return nil, err
+	}
+	if s.txnIndex, err = openTxnIndex(fsys, s.path(txnIndexSuffix)); err != nil {
+		s.log.Close()
+		s.index.file.Close()
+		s.timeIndex.file.Close()
 		return nil, err
 	}
 	st, err := s.log.Stat()
@@ -276,11 +284,14 @@ func (s *segment) sync() error {
 	if err := s.index.file.Sync(); err != nil {
 		return err
 	}
+	if err := s.txnIndex.sync(); err != nil {
+		return err
+	}
 	return s.timeIndex.file.Sync()
 }
 
 func (s *segment) close() error {
-	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close())
+	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close(), s.txnIndex.close())
 }
 
 // renameDeleted renames the files to *.deleted; open descriptors stay valid
@@ -291,12 +302,15 @@ func (s *segment) renameDeleted(fsys FS) error {
 			return err
 		}
 	}
+	if s.txnIndex.file != nil {
+		return fsys.Rename(s.path(txnIndexSuffix), s.path(txnIndexSuffix)+deletedSuffix)
+	}
 	return nil
 }
 
 func (s *segment) removeDeleted(fsys FS) error {
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := fsys.Remove(s.path(suf) + deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -47,6 +47,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if _, err := seg.rebuild(l.cfg, false); err != nil {
 		return l.fail("truncate", err)
 	}
+	if err := seg.txnIndex.truncateFrom(seg.nextOffset); err != nil {
+		return l.fail("truncate", err)
+	}
 	l.segments = l.segments[:i+1]
 	l.logEnd = seg.nextOffset
 	l.recoveryPoint = min(l.recoveryPoint, l.logEnd)
@@ -58,6 +61,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	if err := l.epochs.truncateFromEnd(l.logEnd); err != nil {
 		return l.fail("leader epoch checkpoint", err)
+	}
+	end := l.logEnd
+	if err := l.deleteSnapshotsLocked(func(o int64) bool { return o > end }); err != nil {
+		return l.fail("truncate", err)
 	}
 	return nil
 }
@@ -84,6 +91,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.segsMu.Unlock()
 	if err := l.epochs.truncateFromEnd(-1); err != nil {
 		return l.fail("leader epoch checkpoint", err)
+	}
+	if err := l.deleteSnapshotsLocked(func(int64) bool { return true }); err != nil {
+		return l.fail("truncate", err)
 	}
 	return nil
 }

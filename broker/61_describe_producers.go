@@ -1,0 +1,65 @@
+package broker
+
+// DescribeProducers (api key 61), version 0 (KIP-664): the producers a
+// partition's leader has in its producer table (producer_state.go), as
+// kafka-transactions.sh describe-producers shows them: producer id and
+// epoch, last sequence and timestamp, the coordinator epoch of the last
+// marker and the first offset of the open transaction (-1 if none).
+// Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION, partitions this broker
+// does not lead NOT_LEADER_OR_FOLLOWER, as in Kafka.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleDescribeProducers(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	img := b.metadata()
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
+		for _, part := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = part
+			sp.ErrorCode = b.describeProducers(topic != nil && part >= 0 && int(part) < len(topic.Partitions),
+				logstore.TopicPartition{Topic: rt.Topic, Partition: part}, &sp)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// describeProducers fills sp from tp's producer table and returns the
+// partition's error code.
+func (b *Broker) describeProducers(known bool, tp logstore.TopicPartition, sp *kmsg.DescribeProducersResponseTopicPartition) int16 {
+	if !known {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	p := b.partition(tp)
+	if p == nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	if leader, _ := p.state(); leader != b.cfg.NodeID {
+		return kerr.NotLeaderForPartition.Code
+	}
+	for _, e := range p.activeProducers() {
+		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+		ap.ProducerID = e.ProducerID
+		ap.ProducerEpoch = int32(e.Epoch)
+		ap.LastSequence = e.LastSequence()
+		ap.LastTimestamp = e.LastTimestamp
+		ap.CoordinatorEpoch = e.CoordinatorEpoch
+		ap.CurrentTxnStartOffset = e.TxnFirstOffset
+		sp.ActiveProducers = append(sp.ActiveProducers, ap)
+	}
+	return 0
+}
