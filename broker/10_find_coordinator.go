@@ -7,9 +7,12 @@ package broker
 // Java's String.hashCode (groups.PartitionFor). The topic is created on the
 // first request that needs it, with offsets.topic.num.partitions partitions,
 // offsets.topic.replication.factor capped by the live brokers, compacted.
-// A partition without a leader is COORDINATOR_NOT_AVAILABLE; so is every
-// transaction coordinator (key type 1) until transactions exist. v4+
-// (KIP-699) batches keys and answers per key.
+// The coordinator of a transactional id (key type 1) is the leader of its
+// partition of __transaction_state, found the same way (txn.PartitionFor),
+// the topic created on first use with transaction.state.log.* settings
+// (txn.go). A partition without a leader is COORDINATOR_NOT_AVAILABLE; an
+// empty transactional id is INVALID_REQUEST. v4+ (KIP-699) batches keys and
+// answers per key.
 
 import (
 	"context"
@@ -29,10 +32,18 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 		keys = []string{req.CoordinatorKey}
 	}
 	var createErr error
-	if req.CoordinatorType == 0 && len(keys) > 0 {
-		createErr = b.ensureOffsetsTopic(ctx)
-		if createErr != nil {
-			b.logger.Warn("cannot create "+offsetsTopicName, "err", createErr)
+	if len(keys) > 0 {
+		switch req.CoordinatorType {
+		case 0:
+			createErr = b.ensureOffsetsTopic(ctx)
+			if createErr != nil {
+				b.logger.Warn("cannot create "+offsetsTopicName, "err", createErr)
+			}
+		case 1:
+			createErr = b.ensureTxnStateTopic(ctx)
+			if createErr != nil {
+				b.logger.Warn("cannot create "+txnStateTopicName, "err", createErr)
+			}
 		}
 	}
 	for _, key := range keys {
@@ -40,12 +51,14 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 		c.Key = key
 		c.NodeID, c.Port = -1, -1
 		switch {
-		case req.CoordinatorType == 1:
-			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		case req.CoordinatorType != 0:
+		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
+			c.ErrorCode = kerr.InvalidRequest.Code
+		case req.CoordinatorType == 1 && key == "":
 			c.ErrorCode = kerr.InvalidRequest.Code
 		case createErr != nil:
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case req.CoordinatorType == 1:
+			b.txnCoordinator(key, &c)
 		default:
 			b.groupCoordinator(key, &c)
 		}

@@ -9,9 +9,17 @@ package broker
 // runs out. A v3+ request carrying its current id and epoch (KIP-360) also
 // gets a new id, which resets its sequences.
 //
-// Transactional ids need the transaction coordinator, which sluice does not
-// have yet: such requests get COORDINATOR_NOT_AVAILABLE (a client cannot
-// find a transaction coordinator through FindCoordinator either).
+// With a transactional id the transaction coordinator answers (txn.go,
+// package txn): only the leader of the id's __transaction_state partition
+// (NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it loads).
+// A new id gets a producer id at epoch 0; a re-initialization bumps the
+// epoch, fencing the previous producer; a running transaction is aborted
+// first and the answer is CONCURRENT_TRANSACTIONS until its markers are
+// written; the KIP-360 producer id and epoch in v3+ requests are checked
+// (PRODUCER_FENCED for a stale one, INVALID_PRODUCER_EPOCH before v4,
+// KIP-588); an exhausted epoch moves to a new producer id. A timeout above
+// transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT. The topic is
+// created here too if no FindCoordinator did it first.
 
 import (
 	"context"
@@ -37,7 +45,17 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *protocol.Request) 
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		if err := b.ensureTxnStateTopic(ctx); err != nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp, nil
+		}
+		pid, epoch := req.ProducerID, req.ProducerEpoch
+		if req.Version < 3 {
+			pid, epoch = -1, -1
+		}
+		res := b.txn.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, pid, epoch)
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch
+		resp.ErrorCode = fencedForVersion(res.ErrorCode, req.Version, 4)
 		return resp, nil
 	}
 	id, err := b.nextProducerID(ctx)

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/txn"
 )
 
 // metadataDirName is where the controller keeps its raft log inside the first
@@ -62,6 +63,9 @@ type Broker struct {
 	// groups is the group coordinator for the __consumer_offsets
 	// partitions this node leads (groups.go).
 	groups *groups.Coordinator
+	// txn is the transaction coordinator for the __transaction_state
+	// partitions this node leads (txn.go).
+	txn *txn.Coordinator
 
 	// replicas is the follower fetchers and ISR goroutine
 	// (replica_manager.go), set between startReplication and
@@ -142,6 +146,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	b.dir = dir
 
 	b.groups = b.newGroupCoordinator()
+	b.txn = b.newTxnCoordinator()
 	host, port := b.advertised()
 	var raftAddr string
 	if raftListener != nil && isVoter(voters, cfg.NodeID) {
@@ -202,6 +207,11 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	go func() {
 		defer b.wg.Done()
 		b.runGroups(runCtx)
+	}()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.runTxn(runCtx)
 	}()
 	go func() {
 		defer b.wg.Done()
@@ -338,6 +348,8 @@ func (b *Broker) shutdown(clean bool) error {
 	// Long-polling joins and syncs are answered (NOT_COORDINATOR) so the
 	// server's drain of in-flight requests does not wait for them.
 	b.groups.Close()
+	// Marker writers stop; a new coordinator completes their transactions.
+	b.txn.Close()
 	if clean {
 		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)

@@ -25,6 +25,9 @@ func (b *Broker) registerHandlers() {
 	r.Register(21, 0, 2, b.handleDeleteRecords)
 	r.Register(22, 0, 5, b.handleInitProducerID)
 	r.Register(23, 2, 4, b.handleOffsetForLeaderEpoch)
+	r.Register(24, 0, 5, b.handleAddPartitionsToTxn)
+	r.Register(25, 0, 4, b.handleAddOffsetsToTxn)
+	r.Register(26, 0, 4, b.handleEndTxn)
 	r.Register(27, 0, 2, b.handleWriteTxnMarkers)
 	r.Register(32, 1, 4, b.handleDescribeConfigs)
 	r.Register(33, 0, 2, b.controllerAPI(b.handleAlterConfigs))
@@ -36,6 +39,8 @@ func (b *Broker) registerHandlers() {
 	r.Register(47, 0, 0, b.handleOffsetDelete)
 	r.Register(60, 0, 2, b.handleDescribeCluster)
 	r.Register(61, 0, 0, b.handleDescribeProducers)
+	r.Register(65, 0, 0, b.handleDescribeTransactions)
+	r.Register(66, 0, 2, b.handleListTransactions)
 	r.Register(67, 0, 0, b.controllerAPI(b.handleAllocateProducerIDs))
 	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
 }

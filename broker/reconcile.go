@@ -86,6 +86,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 	}
 	prev := b.image.Swap(img)
 	b.reconcileGroups(prev, img)
+	b.reconcileTxn(img)
 	b.kickReplication()
 }
 

@@ -117,6 +117,7 @@ type Broker struct {
 	TransactionMaxTimeoutMs                int32 // transaction.max.timeout.ms
 	TransactionalIDExpirationMs            int32 // transactional.id.expiration.ms
 	TransactionAbortTimedOutIntervalMs     int32 // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionRemoveExpiredIntervalMs     int32 // transaction.remove.expired.transaction.cleanup.interval.ms
 	TransactionPartitionVerificationEnable bool  // transaction.partition.verification.enable
 	ProducerIDExpirationMs                 int32 // producer.id.expiration.ms
 
@@ -232,6 +233,7 @@ var bindings = []binding{
 	fieldFor("transaction.max.timeout.ms", func(b *Broker) any { return &b.TransactionMaxTimeoutMs }),
 	fieldFor("transactional.id.expiration.ms", func(b *Broker) any { return &b.TransactionalIDExpirationMs }),
 	fieldFor("transaction.abort.timed.out.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionAbortTimedOutIntervalMs }),
+	fieldFor("transaction.remove.expired.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionRemoveExpiredIntervalMs }),
 	fieldFor("transaction.partition.verification.enable", func(b *Broker) any { return &b.TransactionPartitionVerificationEnable }),
 	fieldFor("producer.id.expiration.ms", func(b *Broker) any { return &b.ProducerIDExpirationMs }),
 }

@@ -148,13 +148,13 @@ var brokerKeyList = []keyDef{
 
 	// Transactions and producer ids.
 	bk("transaction.state.log.num.partitions", TypeInt, v("50"), ro, "Partitions of __transaction_state; do not change after it exists.", atLeast(1)),
-	bk("transaction.state.log.replication.factor", TypeShort, v("1"), ro, "Replication factor of __transaction_state (sluice default 1; Kafka 3).", atLeast(1)),
-	bk("transaction.state.log.min.isr", TypeInt, v("1"), ro, "min.insync.replicas of __transaction_state (sluice default 1; Kafka 2).", atLeast(1)),
+	bk("transaction.state.log.replication.factor", TypeShort, v("3"), ro, "Replication factor of __transaction_state, capped by the live brokers when it is created (Kafka fails instead).", atLeast(1)),
+	bk("transaction.state.log.min.isr", TypeInt, v("2"), ro, "min.insync.replicas of __transaction_state, capped by its replication factor.", atLeast(1)),
 	bk("transaction.state.log.segment.bytes", TypeInt, v("104857600"), ro, "Segment size of __transaction_state.", atLeast(1)),
 	bk("transaction.state.log.load.buffer.size", TypeInt, v("5242880"), ro, "Read size when loading __transaction_state.", atLeast(1)),
 	bk("transaction.max.timeout.ms", TypeInt, v("900000"), ro, "Longest transaction timeout a producer may ask for.", atLeast(1)),
 	bk("transactional.id.expiration.ms", TypeInt, v("604800000"), ro, "Forget a transactional id unused for this long.", atLeast(1)),
-	bk("transaction.abort.timed.out.transaction.cleanup.interval.ms", TypeInt, v("10000"), ro, "How often timed-out transactions are aborted.", atLeast(1)),
+	bk("transaction.abort.timed.out.transaction.cleanup.interval.ms", TypeInt, v("1000"), ro, "How often timed-out transactions are aborted (sluice default 1000; Kafka 10000).", atLeast(1)),
 	bk("transaction.remove.expired.transaction.cleanup.interval.ms", TypeInt, v("3600000"), ro, "How often expired transactional ids are removed.", atLeast(1)),
 	bk("transaction.partition.verification.enable", TypeBoolean, v("true"), cw, "Check that a transactional produce's partition was added to the transaction (KIP-890)."),
 	bk("producer.id.expiration.ms", TypeInt, v("86400000"), cw, "Forget an idle producer id's state after this long.", atLeast(1)),

@@ -50,9 +50,13 @@
 //     is created with no more replicas than there are live brokers (Kafka
 //     refuses to create it instead), so one node needs no setting and a
 //     cluster gets min(3, brokers).
-//   - transaction.state.log.replication.factor and
-//     transaction.state.log.min.isr are 1, as in Kafka's own sample
-//     server.properties; a real cluster should raise them.
+//   - transaction.state.log.replication.factor (3) and
+//     transaction.state.log.min.isr (2) are Kafka's, capped the same way when
+//     __transaction_state is created: min(3, brokers) replicas and a
+//     min.insync.replicas no larger than that.
+//   - transaction.abort.timed.out.transaction.cleanup.interval.ms is 1000
+//     (Kafka 10000), so a transaction left open by a dead producer is aborted
+//     within a second of its transaction.timeout.ms.
 //
 // Kafka 4.0 (KIP-1030) requires log.segment.bytes >= 1 MiB and Kafka 4.1 puts
 // the same floor on the topic's segment.bytes, with an internal key

@@ -1,7 +1,7 @@
 // Package txn owns idempotent and transactional producers: the bookkeeping
-// each partition keeps about the producers that write to it, and (to come)
-// the transaction coordinator that runs transactions across partitions and
-// persists them in __transaction_state.
+// each partition keeps about the producers that write to it, and the
+// transaction coordinator (coordinator*.go) that runs transactions across
+// partitions and persists them in __transaction_state.
 //
 // # Partition side: producer state
 //
@@ -45,7 +45,41 @@
 //
 // # Transaction coordinator
 //
-// Not yet: the transaction coordinator (persisted in __transaction_state)
-// comes next; WriteTxnMarkers (broker/27_write_txn_markers.go) is the seam
-// it writes markers through.
+// The coordinator of a transactional id is the leader of partition
+// PartitionFor(id, n) of __transaction_state: abs(hashCode(id)) % n with
+// Java's String.hashCode (internal/keyhash, shared with the group
+// coordinator), n being transaction.state.log.num.partitions (50). The
+// broker creates the topic on first use (FindCoordinator with key type 1,
+// InitProducerId) and tells the Coordinator which partitions it leads
+// (SetLeadership); a newly led partition is replayed from its log
+// (LoadPending) and its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile, a
+// partition no longer led answers NOT_COORDINATOR. After loading, every
+// transaction found in PrepareCommit or PrepareAbort has its markers
+// written and is completed.
+//
+// State per id (coordinator_state.go, Kafka's TransactionMetadata): producer
+// id and the previous one, epoch and the previous one, timeout, state, the
+// partitions of the running transaction, start and update timestamps. Each
+// change is one TransactionLogKey / TransactionLogValue record (written as
+// value v1, read as v0 or v1, coordinator_records.go); a state becomes the
+// committed one only once its record is committed (acks=-1). While a
+// record is being written, or markers are in flight, other requests for
+// the id get CONCURRENT_TRANSACTIONS.
+//
+// EndTxn writes PrepareCommit or PrepareAbort and answers; a goroutine of
+// the coordinator then sends WriteTxnMarkers to every partition's leader
+// (the broker's MarkerWriter retries leader changes until done, including
+// the group's __consumer_offsets partition added by AddOffsetsToTxn) and
+// writes CompleteCommit or CompleteAbort. InitProducerId on an id with a
+// running transaction aborts it at a bumped epoch (fencing the old
+// producer) and answers CONCURRENT_TRANSACTIONS; the retry bumps again.
+// When the epochs of a producer id run out a new id is allocated (KIP-360).
+// A transaction running longer than its timeout is aborted the same way by
+// AbortTimedOut, which the broker calls every
+// transaction.abort.timed.out.transaction.cleanup.interval.ms; ids idle for
+// transactional.id.expiration.ms are tombstoned by ExpireIDs.
+//
+// Not implemented: transaction.version 2 (KIP-890 part 2: EndTxn v5, epoch
+// bump per transaction, implicit AddPartitions by produce); the broker does
+// not advertise the feature, so clients use the classic protocol.
 package txn

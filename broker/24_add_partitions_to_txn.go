@@ -1,0 +1,112 @@
+package broker
+
+// AddPartitionsToTxn (api key 24), versions 0–5.
+//
+// A transactional producer adds the partitions it is about to write to its
+// transaction (the first add starts it: Ongoing). Asked of the transaction
+// coordinator (txn.go); NOT_COORDINATOR elsewhere. Partitions of topics
+// that do not exist are UNKNOWN_TOPIC_OR_PARTITION and the rest of the
+// request is then OPERATION_NOT_ATTEMPTED, as in Kafka. A stale epoch is
+// PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2, KIP-588), a producer
+// id that is not the transactional id's INVALID_PRODUCER_ID_MAPPING, and a
+// transaction whose markers are being written CONCURRENT_TRANSACTIONS.
+//
+// v4+ (KIP-890 part 1) is the brokers' form: several transactions in one
+// request, answered per transaction, each either added or, with
+// VerifyOnly, only checked (a partition not in the running transaction is
+// INVALID_TXN_STATE). v5 is accepted as v4: sluice does not run
+// transaction.version 2, whose partition leaders add partitions for the
+// producer.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/txn"
+)
+
+func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version < 4 {
+		topics := make([]kmsg.AddPartitionsToTxnRequestTransactionTopic, len(req.Topics))
+		for i, t := range req.Topics {
+			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}
+		}
+		res := b.addPartitionsToTxn(ctx, req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+		for _, t := range res {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	for _, t := range req.Transactions {
+		rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		rt.TransactionalID = t.TransactionalID
+		rt.Topics = b.addPartitionsToTxn(ctx, req.Version, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, t.Topics)
+		resp.Transactions = append(resp.Transactions, rt)
+	}
+	return resp, nil
+}
+
+// addPartitionsToTxn adds (or verifies) one transaction's partitions and
+// answers per partition.
+func (b *Broker) addPartitionsToTxn(ctx context.Context, version int16, transactionalID string, producerID int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+	img := b.metadata()
+	var parts []txn.TopicPartition
+	codes := make(map[txn.TopicPartition]int16)
+	unknown := false
+	for _, t := range topics {
+		mt := img.Topics[t.Topic]
+		for _, p := range t.Partitions {
+			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
+			if mt == nil || p < 0 || int(p) >= len(mt.Partitions) {
+				codes[tp] = kerr.UnknownTopicOrPartition.Code
+				unknown = true
+				continue
+			}
+			parts = append(parts, tp)
+		}
+	}
+	switch {
+	case unknown:
+		for _, tp := range parts {
+			codes[tp] = kerr.OperationNotAttempted.Code
+		}
+	case verifyOnly:
+		code, each := b.txn.VerifyPartitions(transactionalID, producerID, epoch, parts)
+		for i, tp := range parts {
+			if code != 0 {
+				codes[tp] = code
+			} else {
+				codes[tp] = each[i]
+			}
+		}
+	default:
+		code := fencedForVersion(b.txn.AddPartitions(ctx, transactionalID, producerID, epoch, parts), version, 2)
+		for _, tp := range parts {
+			codes[tp] = code
+		}
+	}
+	var out []kmsg.AddPartitionsToTxnResponseTransactionTopic
+	for _, t := range topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			rp.Partition, rp.ErrorCode = p, codes[txn.TopicPartition{Topic: t.Topic, Partition: p}]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}

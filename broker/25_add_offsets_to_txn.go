@@ -1,0 +1,45 @@
+package broker
+
+// AddOffsetsToTxn (api key 25), versions 0–4.
+//
+// A transactional producer that will commit a group's offsets in its
+// transaction (TxnOffsetCommit) first adds the group's partition of
+// __consumer_offsets to the transaction, so the transaction's COMMIT or
+// ABORT marker is written there too and makes the offsets visible or
+// drops them. Asked of the transaction coordinator; the answer is that of
+// AddPartitionsToTxn for that one partition (PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH before v2, KIP-588). __consumer_offsets is created
+// here if no FindCoordinator for a group did it yet.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/groups"
+	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/txn"
+)
+
+func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	if err := b.ensureOffsetsTopic(ctx); err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	t := b.metadata().Topics[offsetsTopicName]
+	if t == nil || len(t.Partitions) == 0 {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	tp := txn.TopicPartition{Topic: offsetsTopicName, Partition: groups.PartitionFor(req.Group, int32(len(t.Partitions)))}
+	code := b.txn.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
+	resp.ErrorCode = fencedForVersion(code, req.Version, 2)
+	return resp, nil
+}

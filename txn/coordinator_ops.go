@@ -1,0 +1,187 @@
+package txn
+
+// The coordinator's requests: InitProducerId, AddPartitionsToTxn (and
+// AddOffsetsToTxn through it), EndTxn, and the coordinator's own aborts.
+// Each decides under the entry's lock (coordinator_state.go), writes the
+// new state while the entry is pending, and answers with a Kafka code.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// InitResult is the answer to InitProducerId.
+type InitResult struct {
+	ProducerID int64
+	Epoch      int16
+	ErrorCode  int16
+}
+
+// InitProducerID hands transactionalID's producer its producer id and a
+// new epoch, fencing every older producer of the same id. A running
+// transaction is aborted first (its markers carry a bumped epoch) and the
+// answer is CONCURRENT_TRANSACTIONS until that is done. producerID and
+// epoch are the producer's current ones for KIP-360, or -1 and -1.
+func (c *Coordinator) InitProducerID(ctx context.Context, transactionalID string, timeoutMs int32, producerID int64, epoch int16) InitResult {
+	fail := func(code int16) InitResult { return InitResult{ProducerID: -1, Epoch: -1, ErrorCode: code} }
+	if transactionalID == "" || (producerID < 0) != (epoch < 0) {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	if timeoutMs <= 0 || int64(timeoutMs) > c.cfg.MaxTimeout.Milliseconds() {
+		return fail(kerr.InvalidTransactionTimeout.Code)
+	}
+	s, e, code := c.lookup(transactionalID)
+	if code != 0 {
+		return fail(code)
+	}
+	if e == nil {
+		id, err := c.cfg.NewProducerID(ctx)
+		if err != nil {
+			return fail(kerr.CoordinatorNotAvailable.Code)
+		}
+		now := c.cfg.Now().UnixMilli()
+		fresh := metadata{producerID: id, lastProducerID: -1, epoch: noEpoch, lastEpoch: noEpoch, timeoutMs: timeoutMs, startMs: -1, updateMs: now}
+		if e, code = c.putIfAbsent(s, transactionalID, fresh); code != 0 {
+			return fail(code)
+		}
+	}
+	req := initRequest{timeoutMs: timeoutMs, producerID: producerID, epoch: epoch}
+	newID := int64(-1)
+	for {
+		e.mu.Lock()
+		if e.unloaded {
+			e.mu.Unlock()
+			return fail(kerr.NotCoordinator.Code)
+		}
+		if e.pending || e.completing {
+			e.mu.Unlock()
+			return fail(kerr.ConcurrentTransactions.Code)
+		}
+		next, outcome, code := decideInit(e.meta, req, newID, c.cfg.Now().UnixMilli())
+		switch outcome {
+		case initFail:
+			e.mu.Unlock()
+			return fail(code)
+		case initNeedNewID:
+			e.mu.Unlock()
+			id, err := c.cfg.NewProducerID(ctx)
+			if err != nil {
+				return fail(kerr.CoordinatorNotAvailable.Code)
+			}
+			newID = id
+			continue
+		case initFenceAbort:
+			code := c.writeLocked(ctx, e, next)
+			if code == 0 {
+				c.cfg.Logger.Info("aborting the running transaction of a re-initialized transactional id", "transactional_id", transactionalID, "producer_id", next.producerID, "epoch", next.epoch)
+				c.startCompletionLocked(e)
+				code = kerr.ConcurrentTransactions.Code
+			}
+			e.mu.Unlock()
+			return fail(code)
+		}
+		code = c.writeLocked(ctx, e, next)
+		e.mu.Unlock()
+		if code != 0 {
+			return fail(code)
+		}
+		return InitResult{ProducerID: next.producerID, Epoch: next.epoch}
+	}
+}
+
+// existing finds the entry of a transactional id a request needs to exist:
+// an unknown id is INVALID_PRODUCER_ID_MAPPING.
+func (c *Coordinator) existing(transactionalID string) (*entry, int16) {
+	if transactionalID == "" {
+		return nil, kerr.InvalidRequest.Code
+	}
+	_, e, code := c.lookup(transactionalID)
+	if code != 0 {
+		return nil, code
+	}
+	if e == nil {
+		return nil, kerr.InvalidProducerIDMapping.Code
+	}
+	return e, 0
+}
+
+// AddPartitions adds partitions to transactionalID's transaction, starting
+// it if none is running (AddPartitionsToTxn and AddOffsetsToTxn). The code
+// applies to every partition.
+func (c *Coordinator) AddPartitions(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition) int16 {
+	e, code := c.existing(transactionalID)
+	if code != 0 {
+		return code
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.unloaded {
+		return kerr.NotCoordinator.Code
+	}
+	if code := checkProducer(e.meta, producerID, epoch); code != 0 {
+		return code
+	}
+	if e.pending || e.completing {
+		return kerr.ConcurrentTransactions.Code
+	}
+	next, write, code := decideAdd(e.meta, producerID, epoch, parts, c.cfg.Now().UnixMilli())
+	if code != 0 || !write {
+		return code
+	}
+	return c.writeLocked(ctx, e, next)
+}
+
+// VerifyPartitions answers AddPartitionsToTxn's verify-only form: code is
+// for the whole transaction, each (when code is 0) for each partition.
+func (c *Coordinator) VerifyPartitions(transactionalID string, producerID int64, epoch int16, parts []TopicPartition) (code int16, each []int16) {
+	e, code := c.existing(transactionalID)
+	if code != 0 {
+		return code, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.unloaded {
+		return kerr.NotCoordinator.Code, nil
+	}
+	return verifyPartitions(e.meta, producerID, epoch, parts)
+}
+
+// EndTxn commits or aborts transactionalID's transaction: it writes
+// PrepareCommit or PrepareAbort, answers, and writes the markers and the
+// Complete* state in the background. Requests arriving meanwhile are
+// answered CONCURRENT_TRANSACTIONS.
+func (c *Coordinator) EndTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, commit bool) int16 {
+	e, code := c.existing(transactionalID)
+	if code != 0 {
+		return code
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return c.endLocked(ctx, e, producerID, epoch, commit, true)
+}
+
+// endLocked is EndTxn on a found entry, e.mu held.
+func (c *Coordinator) endLocked(ctx context.Context, e *entry, producerID int64, epoch int16, commit, fromClient bool) int16 {
+	if e.unloaded {
+		return kerr.NotCoordinator.Code
+	}
+	if e.meta.producerID != producerID {
+		return kerr.InvalidProducerIDMapping.Code
+	}
+	if (fromClient && epoch != e.meta.epoch) || epoch < e.meta.epoch {
+		return kerr.ProducerFenced.Code
+	}
+	if e.pending {
+		return kerr.ConcurrentTransactions.Code
+	}
+	next, write, code := decideEnd(e.meta, producerID, epoch, commit, fromClient, c.cfg.Now().UnixMilli())
+	if code != 0 || !write {
+		return code
+	}
+	if code := c.writeLocked(ctx, e, next); code != 0 {
+		return code
+	}
+	c.startCompletionLocked(e)
+	return 0
+}
