@@ -10,7 +10,10 @@ package broker
 // (generation -1) may commit while the group has no members. v1 retention
 // fields are ignored (offsets.retention.minutes applies). v6+ keeps the
 // leader epoch (KIP-320), v7+ checks group.instance.id (KIP-345), v10 names
-// topics by id (KIP-848's topic ids). Unknown topics or partitions are
+// topics by id (KIP-848's topic ids). In a KIP-848 consumer group the
+// generation is the member epoch (v9+): STALE_MEMBER_EPOCH when it is not
+// the member's, except for partitions the member held since that epoch
+// (KIP-1251). Unknown topics or partitions are
 // UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID at v10); metadata longer than
 // offset.metadata.max.bytes is OFFSET_METADATA_TOO_LARGE.
 

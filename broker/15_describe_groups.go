@@ -7,7 +7,10 @@ package broker
 // assignment only while the group is Stable, as Kafka answers. An unknown
 // group is reported Dead without error before v6 and GROUP_ID_NOT_FOUND
 // from v6 (KIP-1043). Authorized operations (v3+, KIP-430) are not computed
-// until ACLs exist: the field keeps its "not requested" value.
+// until ACLs exist: the field keeps its "not requested" value. A KIP-848
+// consumer group shows as Kafka shows it: protocol type "consumer", its
+// assignor as the protocol, and members' subscriptions and assignments in
+// the classic consumer protocol encoding.
 
 import (
 	"context"

@@ -3,8 +3,8 @@ package broker
 // ListGroups (api key 16), versions 0–5.
 //
 // Every group this node coordinates (a client asks each broker). v4+
-// filters by state (KIP-518), v5 by type (KIP-848): every group here is
-// "classic". While a __consumer_offsets partition is still loading the
+// filters by state (KIP-518), v5 by type (KIP-848): "classic", or
+// "consumer" for groups of the consumer group protocol. While a __consumer_offsets partition is still loading the
 // answer carries COORDINATOR_LOAD_IN_PROGRESS with the groups loaded so far.
 
 import (

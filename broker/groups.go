@@ -44,9 +44,16 @@ func (b *Broker) newGroupCoordinator() *groups.Coordinator {
 		MaxGroupSize:          int(b.cfg.GroupMaxSize),
 		MaxMetadataSize:       int(b.cfg.OffsetMetadataMaxBytes),
 		OffsetsRetention:      time.Duration(b.cfg.OffsetsRetentionMinutes) * time.Minute,
-		LookupTopic:           b.lookupGroupTopic,
-		Now:                   b.now,
-		Logger:                b.logger.With("component", "groups"),
+
+		ConsumerSessionTimeout:    ms(b.cfg.ConsumerGroupSessionTimeoutMs),
+		ConsumerHeartbeatInterval: ms(b.cfg.ConsumerGroupHeartbeatMs),
+		ConsumerMaxGroupSize:      int(b.cfg.ConsumerGroupMaxSize),
+		ConsumerAssignors:         b.cfg.ConsumerGroupAssignors,
+
+		LookupTopic: b.lookupGroupTopic,
+		ListTopics:  b.listGroupTopics,
+		Now:         b.now,
+		Logger:      b.logger.With("component", "groups"),
 	}, offsetsLog{b})
 }
 
@@ -59,21 +66,43 @@ func (b *Broker) lookupGroupTopic(name string, id [16]byte) (groups.TopicInfo, b
 	return groups.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}, true
 }
 
+// listGroupTopics lists every topic for consumer groups' subscriptions.
+func (b *Broker) listGroupTopics() []groups.TopicInfo {
+	img := b.metadata()
+	if img == nil {
+		return nil
+	}
+	out := make([]groups.TopicInfo, 0, len(img.Topics))
+	for _, t := range img.Topics {
+		out = append(out, groups.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	return out
+}
+
 // reconcileGroups tells the coordinator which __consumer_offsets
-// partitions this node leads in img, and which topics of prev are gone.
-// reconcile calls it last.
+// partitions this node leads in img, which topics of prev are gone, and
+// whether topics were created, deleted or grew (consumer groups then
+// re-resolve their subscriptions). reconcile calls it last.
 func (b *Broker) reconcileGroups(prev, img *controller.Image) {
 	if b.groups == nil {
 		return
 	}
 	if prev != nil {
 		var deleted []string
+		changed := len(prev.Topics) != len(img.Topics)
 		for name, t := range prev.Topics {
-			if now := img.Topics[name]; now == nil || now.ID != t.ID {
+			now := img.Topics[name]
+			if now == nil || now.ID != t.ID {
 				deleted = append(deleted, name)
+				changed = true
+			} else if len(now.Partitions) != len(t.Partitions) {
+				changed = true
 			}
 		}
 		b.groups.TopicsDeleted(deleted)
+		if changed {
+			b.groups.TopicsChanged()
+		}
 	}
 	t := img.Topics[offsetsTopicName]
 	if t == nil {
@@ -107,6 +136,7 @@ func (b *Broker) runGroups(ctx context.Context) {
 		case <-b.groups.LoadSignal():
 			b.groups.LoadPending(ctx)
 			b.groups.PurgeDeletedTopics(ctx)
+			b.groups.RefreshConsumerGroups(ctx)
 		case <-t.C:
 			b.groups.Tick(ctx)
 		case <-expire.C:

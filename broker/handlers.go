@@ -1,5 +1,7 @@
 package broker
 
+import "slices"
+
 // registerHandlers registers every Kafka API this broker serves with the
 // router; ApiVersions is built from these registrations. The version ranges
 // follow Kafka 4: record format v2 only (Produce v3+, Fetch v4+), up to the
@@ -43,4 +45,8 @@ func (b *Broker) registerHandlers() {
 	r.Register(66, 0, 2, b.handleListTransactions)
 	r.Register(67, 0, 0, b.controllerAPI(b.handleAllocateProducerIDs))
 	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
+	if slices.Contains(b.cfg.GroupRebalanceProtocols, "consumer") {
+		r.Register(68, 0, 1, b.handleConsumerGroupHeartbeat)
+		r.Register(69, 0, 1, b.handleConsumerGroupDescribe)
+	}
 }

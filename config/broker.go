@@ -94,21 +94,26 @@ type Broker struct {
 	LeaderImbalancePerBrokerPercentage  int32 // leader.imbalance.per.broker.percentage
 	ControlledShutdownEnable            bool  // controlled.shutdown.enable
 
-	OffsetsTopicReplicationFactor int16    // offsets.topic.replication.factor
-	OffsetsTopicNumPartitions     int32    // offsets.topic.num.partitions
-	OffsetsTopicSegmentBytes      int32    // offsets.topic.segment.bytes
-	OffsetsRetentionMinutes       int32    // offsets.retention.minutes
-	OffsetsRetentionCheckMs       int64    // offsets.retention.check.interval.ms
-	OffsetsCommitTimeoutMs        int32    // offsets.commit.timeout.ms
-	OffsetMetadataMaxBytes        int32    // offset.metadata.max.bytes
-	GroupMinSessionTimeoutMs      int32    // group.min.session.timeout.ms
-	GroupMaxSessionTimeoutMs      int32    // group.max.session.timeout.ms
-	GroupInitialRebalanceDelayMs  int32    // group.initial.rebalance.delay.ms
-	GroupMaxSize                  int32    // group.max.size
-	GroupRebalanceProtocols       []string // group.coordinator.rebalance.protocols
-	ConsumerGroupSessionTimeoutMs int32    // group.consumer.session.timeout.ms
-	ConsumerGroupHeartbeatMs      int32    // group.consumer.heartbeat.interval.ms
-	ConsumerGroupAssignors        []string // group.consumer.assignors
+	OffsetsTopicReplicationFactor    int16    // offsets.topic.replication.factor
+	OffsetsTopicNumPartitions        int32    // offsets.topic.num.partitions
+	OffsetsTopicSegmentBytes         int32    // offsets.topic.segment.bytes
+	OffsetsRetentionMinutes          int32    // offsets.retention.minutes
+	OffsetsRetentionCheckMs          int64    // offsets.retention.check.interval.ms
+	OffsetsCommitTimeoutMs           int32    // offsets.commit.timeout.ms
+	OffsetMetadataMaxBytes           int32    // offset.metadata.max.bytes
+	GroupMinSessionTimeoutMs         int32    // group.min.session.timeout.ms
+	GroupMaxSessionTimeoutMs         int32    // group.max.session.timeout.ms
+	GroupInitialRebalanceDelayMs     int32    // group.initial.rebalance.delay.ms
+	GroupMaxSize                     int32    // group.max.size
+	GroupRebalanceProtocols          []string // group.coordinator.rebalance.protocols
+	ConsumerGroupSessionTimeoutMs    int32    // group.consumer.session.timeout.ms
+	ConsumerGroupMinSessionTimeoutMs int32    // group.consumer.min.session.timeout.ms
+	ConsumerGroupMaxSessionTimeoutMs int32    // group.consumer.max.session.timeout.ms
+	ConsumerGroupHeartbeatMs         int32    // group.consumer.heartbeat.interval.ms
+	ConsumerGroupMinHeartbeatMs      int32    // group.consumer.min.heartbeat.interval.ms
+	ConsumerGroupMaxHeartbeatMs      int32    // group.consumer.max.heartbeat.interval.ms
+	ConsumerGroupMaxSize             int32    // group.consumer.max.size
+	ConsumerGroupAssignors           []string // group.consumer.assignors
 
 	TransactionStateLogNumPartitions       int32 // transaction.state.log.num.partitions
 	TransactionStateLogReplicationFactor   int16 // transaction.state.log.replication.factor
@@ -224,7 +229,12 @@ var bindings = []binding{
 	fieldFor("group.max.size", func(b *Broker) any { return &b.GroupMaxSize }),
 	fieldFor("group.coordinator.rebalance.protocols", func(b *Broker) any { return &b.GroupRebalanceProtocols }),
 	fieldFor("group.consumer.session.timeout.ms", func(b *Broker) any { return &b.ConsumerGroupSessionTimeoutMs }),
+	fieldFor("group.consumer.min.session.timeout.ms", func(b *Broker) any { return &b.ConsumerGroupMinSessionTimeoutMs }),
+	fieldFor("group.consumer.max.session.timeout.ms", func(b *Broker) any { return &b.ConsumerGroupMaxSessionTimeoutMs }),
 	fieldFor("group.consumer.heartbeat.interval.ms", func(b *Broker) any { return &b.ConsumerGroupHeartbeatMs }),
+	fieldFor("group.consumer.min.heartbeat.interval.ms", func(b *Broker) any { return &b.ConsumerGroupMinHeartbeatMs }),
+	fieldFor("group.consumer.max.heartbeat.interval.ms", func(b *Broker) any { return &b.ConsumerGroupMaxHeartbeatMs }),
+	fieldFor("group.consumer.max.size", func(b *Broker) any { return &b.ConsumerGroupMaxSize }),
 	fieldFor("group.consumer.assignors", func(b *Broker) any { return &b.ConsumerGroupAssignors }),
 	fieldFor("transaction.state.log.num.partitions", func(b *Broker) any { return &b.TransactionStateLogNumPartitions }),
 	fieldFor("transaction.state.log.replication.factor", func(b *Broker) any { return &b.TransactionStateLogReplicationFactor }),
@@ -523,6 +533,28 @@ func (b *Broker) Validate() error {
 	}
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return invalid("group.min.session.timeout.ms", "%d is larger than group.max.session.timeout.ms %d", b.GroupMinSessionTimeoutMs, b.GroupMaxSessionTimeoutMs)
+	}
+	// Kafka's GroupCoordinatorConfig checks: each consumer group timing
+	// lies within its own bounds, and a member heartbeats more often than
+	// its session expires.
+	for _, c := range []struct {
+		key, minKey, maxKey string
+		value, lo, hi       int32
+	}{
+		{"group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", b.ConsumerGroupSessionTimeoutMs, b.ConsumerGroupMinSessionTimeoutMs, b.ConsumerGroupMaxSessionTimeoutMs},
+		{"group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupMinHeartbeatMs, b.ConsumerGroupMaxHeartbeatMs},
+	} {
+		switch {
+		case c.lo > c.hi:
+			return invalid(c.minKey, "%d is larger than %s %d", c.lo, c.maxKey, c.hi)
+		case c.value < c.lo:
+			return invalid(c.key, "%d is smaller than %s %d", c.value, c.minKey, c.lo)
+		case c.value > c.hi:
+			return invalid(c.key, "%d is larger than %s %d", c.value, c.maxKey, c.hi)
+		}
+	}
+	if b.ConsumerGroupHeartbeatMs >= b.ConsumerGroupSessionTimeoutMs {
+		return invalid("group.consumer.heartbeat.interval.ms", "%d must be smaller than group.consumer.session.timeout.ms %d", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupSessionTimeoutMs)
 	}
 	for key, rf := range map[string]int16{
 		"default.replication.factor":               b.DefaultReplicationFactor,

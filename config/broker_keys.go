@@ -143,7 +143,7 @@ var brokerKeyList = []keyDef{
 	bk("group.consumer.min.heartbeat.interval.ms", TypeInt, v("5000"), ro, "Shortest consumer group heartbeat interval.", atLeast(1)),
 	bk("group.consumer.max.heartbeat.interval.ms", TypeInt, v("15000"), ro, "Longest consumer group heartbeat interval.", atLeast(1)),
 	bk("group.consumer.max.size", TypeInt, v(maxInt32), ro, "Most members of a consumer group.", atLeast(1)),
-	bk("group.consumer.assignors", TypeList, v("uniform,range"), ro, "Server-side assignors by name, the first is the default (Kafka lists the class names of the same two).", nonEmpty),
+	bk("group.consumer.assignors", TypeList, v("range,uniform"), ro, "Server-side assignors by name (range, uniform), the first is the default. Kafka lists the class names of the same two with uniform first; sluice defaults to range.", nonEmpty, eachOf("range", "uniform")),
 	bk("group.consumer.migration.policy", TypeString, v("bidirectional"), ro, "Conversion between classic and consumer groups.", oneOf("disabled", "downgrade", "upgrade", "bidirectional")),
 
 	// Transactions and producer ids.

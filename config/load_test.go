@@ -54,7 +54,7 @@ func TestDefaults(t *testing.T) {
 		{"offsets.topic.num.partitions", b.OffsetsTopicNumPartitions, int32(50)},
 		{"transaction.state.log.num.partitions", b.TransactionStateLogNumPartitions, int32(50)},
 		{"replica.lag.time.max.ms", b.ReplicaLagTimeMaxMs, int64(30000)},
-		{"group.consumer.assignors", b.ConsumerGroupAssignors, []string{"uniform", "range"}},
+		{"group.consumer.assignors", b.ConsumerGroupAssignors, []string{"range", "uniform"}},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

@@ -30,6 +30,10 @@ func TestValidate(t *testing.T) {
 		{"broker.id differs", []string{"broker.id=2"}, "config: broker.id: 2 differs from node.id 1"},
 		{"broker.id equal", []string{"broker.id=1"}, ""},
 		{"group session bounds", []string{"group.min.session.timeout.ms=10", "group.max.session.timeout.ms=5"}, "config: group.min.session.timeout.ms: 10 is larger than group.max.session.timeout.ms 5"},
+		{"consumer session below min", []string{"group.consumer.session.timeout.ms=1000"}, "config: group.consumer.session.timeout.ms: 1000 is smaller than group.consumer.min.session.timeout.ms 45000"},
+		{"consumer heartbeat above max", []string{"group.consumer.heartbeat.interval.ms=20000"}, "config: group.consumer.heartbeat.interval.ms: 20000 is larger than group.consumer.max.heartbeat.interval.ms 15000"},
+		{"consumer heartbeat not below session", []string{"group.consumer.min.session.timeout.ms=100", "group.consumer.session.timeout.ms=1000", "group.consumer.min.heartbeat.interval.ms=100", "group.consumer.heartbeat.interval.ms=1000"}, "config: group.consumer.heartbeat.interval.ms: 1000 must be smaller than group.consumer.session.timeout.ms 1000"},
+		{"consumer timings lowered", []string{"group.consumer.min.session.timeout.ms=1000", "group.consumer.session.timeout.ms=2000", "group.consumer.min.heartbeat.interval.ms=50", "group.consumer.heartbeat.interval.ms=200"}, ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

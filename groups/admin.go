@@ -53,6 +53,9 @@ func (c *Coordinator) Describe(version int16, name string) kmsg.DescribeGroupsRe
 	if g.state == stateDead {
 		return dead()
 	}
+	if g.consumer != nil {
+		return g.describeConsumerLocked(out, c.cfg.LookupTopic)
+	}
 	out.State = g.state.String()
 	out.ProtocolType = g.protocolType
 	stable := g.state == stateStable
@@ -81,8 +84,8 @@ func (c *Coordinator) Describe(version int16, name string) kmsg.DescribeGroupsRe
 }
 
 // List handles ListGroups (v0–v5): every group this node coordinates,
-// filtered by state (v4+, case-insensitive) and type (v5+; every group here
-// is "classic").
+// filtered by state (v4+, case-insensitive) and type (v5+: "classic" or
+// "consumer" for KIP-848 groups).
 func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	all, loading := c.loadedGroups()
@@ -95,12 +98,16 @@ func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 	for _, g := range all {
 		g.mu.Lock()
 		st, pt, dead := g.state.String(), g.protocolType, g.state == stateDead || g.unloaded
+		typ := "classic"
+		if g.consumer != nil {
+			st, typ = g.consumer.state(), "consumer"
+		}
 		g.mu.Unlock()
-		if dead || !matches(req.StatesFilter, st) || !matches(req.TypesFilter, "classic") {
+		if dead || !matches(req.StatesFilter, st) || !matches(req.TypesFilter, typ) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, pt, st, "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.name, pt, st, typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
@@ -137,7 +144,11 @@ func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 			records = append(records, kv{key: offsetKey(g.name, topic, p)})
 		}
 	}
-	records = append(records, kv{key: groupKey(g.name)})
+	if g.consumer != nil {
+		records = append(records, g.consumerTombstonesLocked()...)
+	} else {
+		records = append(records, kv{key: groupKey(g.name)})
+	}
 	g.mu.Unlock()
 	if err := c.append(ctx, g, records); err != nil {
 		return appendErrorCode(err, false)

@@ -57,14 +57,24 @@ type Config struct {
 	MaxGroupSize          int           // group.max.size
 	MaxMetadataSize       int           // offset.metadata.max.bytes
 	OffsetsRetention      time.Duration // offsets.retention.minutes
+
+	// KIP-848 consumer groups.
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	ConsumerMaxGroupSize      int           // group.consumer.max.size
+	ConsumerAssignors         []string      // group.consumer.assignors; the first is the default
+
 	// LookupTopic resolves a topic by name, or by id when name is empty.
 	LookupTopic func(name string, id [16]byte) (TopicInfo, bool)
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// ListTopics lists every topic, internal ones included; consumer
+	// groups resolve regular expression subscriptions against it.
+	ListTopics func() []TopicInfo
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
-// Coordinator is the classic group coordinator of one node: the groups and
-// committed offsets of every __consumer_offsets partition this node leads.
+// Coordinator is the group coordinator of one node: the classic and KIP-848
+// consumer groups and committed offsets of every __consumer_offsets partition this node leads.
 //
 // It starts no goroutines and reads no clock but cfg.Now. The broker tells
 // it which partitions it leads (SetLeadership), runs the loading of newly
@@ -87,6 +97,8 @@ type Coordinator struct {
 	closed     bool
 	// deletedTopics waits for PurgeDeletedTopics.
 	deletedTopics []string
+	// topicsChanged is set by TopicsChanged for RefreshConsumerGroups.
+	topicsChanged bool
 }
 
 // shard is one led __consumer_offsets partition.
@@ -110,6 +122,19 @@ func New(cfg Config, log Log) *Coordinator {
 	}
 	if cfg.LookupTopic == nil {
 		cfg.LookupTopic = func(string, [16]byte) (TopicInfo, bool) { return TopicInfo{}, false }
+	}
+	if cfg.ListTopics == nil {
+		cfg.ListTopics = func() []TopicInfo { return nil }
+	}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	cfg.ConsumerAssignors = slices.DeleteFunc(slices.Clone(cfg.ConsumerAssignors), func(name string) bool { return assignorFuncs[name] == nil })
+	if len(cfg.ConsumerAssignors) == 0 {
+		cfg.ConsumerAssignors = []string{"range", "uniform"}
 	}
 	return &Coordinator{cfg: cfg, log: log, shards: make(map[int32]*shard), loadSignal: make(chan struct{}, 1)}
 }
@@ -225,6 +250,11 @@ func (c *Coordinator) Tick(ctx context.Context) {
 	c.mu.Unlock()
 	for _, g := range all {
 		g.mu.Lock()
+		if g.consumer != nil {
+			g.mu.Unlock()
+			c.tickConsumer(ctx, g, now)
+			continue
+		}
 		g.tickLocked(now)
 		dirty := g.takeDirtyLocked()
 		g.mu.Unlock()

@@ -1,6 +1,8 @@
 // Package groups is sluice's group coordinator: classic consumer groups
-// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership) and
-// committed offsets, persisted in __consumer_offsets as Kafka persists them.
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership), KIP-848
+// consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe, with the
+// server-side range and uniform assignors) and committed offsets, persisted
+// in __consumer_offsets as Kafka persists them.
 //
 // # Placement
 //
@@ -48,7 +50,24 @@
 // Offsets of groups without members expire after offsets.retention.minutes
 // (ExpireOffsets, KIP-211).
 //
-// Not yet: KIP-848 consumer groups (ConsumerGroupHeartbeat), transactional
-// offset commits, expiry of unsubscribed topics' offsets in active groups
+// # Consumer groups (KIP-848)
+//
+// consumer.go holds the heartbeat state machine (member and group epochs,
+// joins, leaves, static members, fencing), consumer_reconcile.go the
+// target assignment and the per-member reconciliation that hands a
+// partition to its new owner only after the old owner released it,
+// assign_range.go and assign_uniform.go the assignors, consumer_records.go
+// and consumer_load.go the records (key versions 3–8) and their replay,
+// consumer_admin.go the describe views and the member epoch checks of
+// offset commits (STALE_MEMBER_EPOCH; KIP-1251's older-epoch commits) and
+// fetches. A group is either classic or consumer: a classic JoinGroup on a
+// consumer group with members is INCONSISTENT_GROUP_PROTOCOL and a
+// ConsumerGroupHeartbeat on a classic group with members GROUP_ID_NOT_FOUND;
+// an empty group converts (no online migration). Regular expression
+// subscriptions and topic changes are resolved against the broker's topic
+// list (Config.ListTopics, TopicsChanged, RefreshConsumerGroups).
+//
+// Not yet: transactional offset commits, classic members in consumer
+// groups (online migration), rack-aware assignment, expiry of unsubscribed topics' offsets in active groups
 // (KIP-496's automatic half), removal of offsets of deleted topics.
 package groups

@@ -61,7 +61,11 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 	}
 	deleteGroup := left == 0
 	if deleteGroup {
-		records = append(records, kv{key: groupKey(g.name)})
+		if g.consumer != nil {
+			records = append(records, g.consumerTombstonesLocked()...)
+		} else {
+			records = append(records, kv{key: groupKey(g.name)})
+		}
 	}
 	g.mu.Unlock()
 	if len(records) == 0 {

@@ -116,6 +116,11 @@ type group struct {
 	syncDeadline time.Time
 
 	offsets map[string]map[int32]committedOffset
+
+	// consumer is set for a KIP-848 consumer group (consumer.go); its
+	// classic fields then stay empty but for state (Empty or Stable)
+	// and protocolType ("consumer").
+	consumer *consumerGroup
 }
 
 func newGroup(name string, partition, epoch int32, cfg *Config, now time.Time) *group {

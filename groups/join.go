@@ -61,6 +61,16 @@ func (g *group) joinLocked(now time.Time, req *kmsg.JoinGroupRequest, clientID, 
 	if g.state == stateDead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// No online migration: a consumer group with members
+			// does not take classic members.
+			return fail(kerr.InconsistentGroupProtocol.Code)
+		}
+		// An empty consumer group becomes a classic one; its offsets stay.
+		g.consumer = nil
+		g.protocolType = ""
+	}
 	if !g.supportsProtocolsLocked(req.ProtocolType, req.Protocols) {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}

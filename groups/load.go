@@ -11,9 +11,13 @@ import (
 // replay reads a __consumer_offsets partition from its log start to its
 // high watermark and rebuilds the groups it holds: the last record of each
 // key wins, a tombstone deletes. Groups come back Stable with their members
-// (who must heartbeat within their session timeout or be removed) or Empty.
+// (who must heartbeat within their session timeout or be removed) or Empty;
+// consumer groups come back with their epochs, members, targets and current
+// assignments (consumer_load.go).
 func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, error) {
 	metas := make(map[string]*kmsg.GroupMetadataValue)
+	metaOffsets := make(map[string]int64) // offset of each classic group's last record
+	consumers := make(map[string]*consumerReplay)
 	offsets := make(map[string]map[string]map[int32]committedOffset)
 	var next int64
 	for {
@@ -35,6 +39,9 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			if err != nil {
 				return err
 			}
+			if k.version >= consumerGroupMetadataKeyVersion {
+				return replayConsumerRecord(consumers, k, r)
+			}
 			if k.isGroup {
 				if r.value == nil {
 					delete(metas, k.group)
@@ -45,6 +52,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 					return err
 				}
 				metas[k.group] = v
+				metaOffsets[k.group] = r.offset
 				return nil
 			}
 			if r.value == nil {
@@ -90,6 +98,16 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 		return g
 	}
+	for name, cr := range consumers {
+		if !cr.exists {
+			continue
+		}
+		if v := metas[name]; v != nil && metaOffsets[name] > cr.offset {
+			continue // converted to a classic group later
+		}
+		delete(metas, name)
+		get(name).restoreConsumer(cr, c.cfg.ConsumerSessionTimeout, now)
+	}
 	for name, v := range metas {
 		get(name).restore(v, now)
 	}
@@ -101,7 +119,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			}
 			n += len(parts)
 		}
-		if n == 0 && metas[name] == nil {
+		if n == 0 && metas[name] == nil && (consumers[name] == nil || !consumers[name].exists) {
 			continue
 		}
 		get(name).offsets = byTopic

@@ -101,13 +101,16 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	return resp
 }
 
-// checkCommitLocked is Kafka's classic commit check.
+// checkCommitLocked is Kafka's commit check: the classic one, or for a
+// consumer group the member epoch check (checkConsumerCommitLocked).
 func (g *group) checkCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 	switch {
 	case g.unloaded:
 		return kerr.NotCoordinator.Code
 	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code
+	case g.consumer != nil:
+		return g.checkConsumerCommitLocked(req)
 	}
 	if req.InstanceID != nil {
 		if id, ok := g.static[*req.InstanceID]; ok && id != req.MemberID {
@@ -156,7 +159,7 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 				topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		rg := c.fetchGroup(req.Version, req.Group, topics)
+		rg := c.fetchGroup(req.Version, req.Group, topics, nil, -1)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			st := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
@@ -172,14 +175,15 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 		return resp
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics))
+		resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics, rg.MemberID, rg.MemberEpoch))
 	}
 	return resp
 }
 
 // fetchGroup answers one group; a nil topic list asks for every committed
-// offset of the group.
-func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+// offset of the group. A member of a consumer group (v9+) names itself and
+// its epoch: UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when they do not match.
+func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.OffsetFetchRequestGroupTopic, memberID *string, memberEpoch int32) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: name}
 	byID := version >= 10
 	g, err := c.group(name, false)
@@ -201,6 +205,10 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 		defer g.mu.Unlock()
 		if g.unloaded {
 			out.ErrorCode = kerr.NotCoordinator.Code
+			return out
+		}
+		if code := g.checkConsumerFetchLocked(memberID, memberEpoch); code != 0 {
+			out.ErrorCode = code
 			return out
 		}
 		if g.state != stateDead {
@@ -272,6 +280,8 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 	case g.state == stateDead:
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 	case g.state == stateEmpty:
+	case g.consumer != nil:
+		subscribed = c.consumerSubscribedTopicsLocked(g)
 	case g.protocolType == "consumer":
 		subscribed = g.subscribedTopicsLocked()
 	default:

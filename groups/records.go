@@ -7,6 +7,7 @@ package groups
 //	key   int16 version | fields                      value
 //	  0,1 OffsetCommitKey (group, topic, partition)   OffsetCommitValue v3 (offset, leader epoch, metadata, commit timestamp)
 //	  2   GroupMetadataKey (group)                    GroupMetadataValue v3 (protocol type, generation, protocol, leader, members)
+//	  3–8 KIP-848 consumer group records              see consumer_records.go
 //
 // A nil value is a tombstone: the offset or the group is deleted, and
 // compaction eventually drops every older record of the same key. The
@@ -159,12 +160,15 @@ func groupKey(group string) []byte {
 	return k.AppendTo(nil)
 }
 
-// decodedKey is a record key of either kind.
+// decodedKey is a record key of any kind the coordinator reads: version
+// says which (0–2 classic, 3–8 consumer group records of consumer_records.go).
 type decodedKey struct {
+	version   int16
 	isGroup   bool
 	group     string
 	topic     string
 	partition int32
+	member    string // consumer group member records (5, 7, 8)
 }
 
 func decodeKey(b []byte) (decodedKey, error) {
@@ -183,10 +187,20 @@ func decodeKey(b []byte) (decodedKey, error) {
 		if err := k.ReadFrom(b); err != nil {
 			return decodedKey{}, fmt.Errorf("%w: group metadata key: %v", ErrCorruptRecord, err)
 		}
-		return decodedKey{isGroup: true, group: k.Group}, nil
+		return decodedKey{version: 2, isGroup: true, group: k.Group}, nil
+	case consumerGroupMetadataKeyVersion, consumerGroupPartitionMetadataKeyVersion, consumerGroupTargetMetadataKeyVersion:
+		r := &recordReader{b: b[2:]}
+		k := decodedKey{version: version, group: r.keyString()}
+		return k, r.done("consumer group key")
+	case consumerGroupMemberMetadataKeyVersion, consumerGroupTargetMemberKeyVersion, consumerGroupCurrentAssignmentKeyVersion:
+		r := &recordReader{b: b[2:]}
+		k := decodedKey{version: version, group: r.keyString()}
+		k.member = r.keyString()
+		return k, r.done("consumer group member key")
 	default:
-		// Newer Kafka writes other record types here (KIP-848 consumer
-		// groups, share groups); this coordinator does not know them.
+		// Newer Kafka writes other record types here (share and
+		// streams groups, regular expressions); this coordinator does
+		// not know them.
 		return decodedKey{}, errUnknownKey
 	}
 }
