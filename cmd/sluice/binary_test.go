@@ -165,19 +165,25 @@ func spawnProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 
 // waitReady waits for the process's ready line, which must name its address.
 func (p *sluiceProc) waitReady() {
-	t := p.t
-	t.Helper()
-	addr := p.addr
+	p.t.Helper()
+	if err := p.tryReady(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// tryReady is waitReady returning its failure instead of failing the test.
+func (p *sluiceProc) tryReady() error {
 	select {
 	case p.ready = <-p.readyc:
 	case <-p.done:
-		t.Fatalf("sluice exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
+		return fmt.Errorf("sluice exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
 	case <-time.After(waitTimeout):
-		t.Fatalf("sluice not ready; stderr:\n%s", p.stderr.String())
+		return fmt.Errorf("sluice not ready; stderr:\n%s", p.stderr.String())
 	}
-	if !strings.Contains(p.ready, addr) {
-		t.Fatalf("ready line %q does not name %s", p.ready, addr)
+	if !strings.Contains(p.ready, p.addr) {
+		return fmt.Errorf("ready line %q does not name %s", p.ready, p.addr)
 	}
+	return nil
 }
 
 // pid is the process id.

@@ -38,9 +38,32 @@ func freeGossipPort(t *testing.T) int {
 }
 
 // startClusterProcs starts n processes, all voters, concurrently and waits
-// until each is ready (registered and unfenced in a formed cluster).
+// until each is ready (registered and unfenced in a formed cluster). Free
+// ports are found before the processes bind them, so another process may
+// take one in between: the whole cluster is then started again on fresh
+// ports and directories.
 func startClusterProcs(t *testing.T, n int) *clusterProcs {
 	t.Helper()
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		c := &clusterProcs{t: t}
+		if err = c.start(n); err == nil {
+			return c
+		}
+		for _, p := range c.procs {
+			p.kill()
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		t.Logf("cluster start attempt %d: a port was taken; starting again", attempt)
+	}
+	t.Fatalf("start a cluster of %d processes: %v", n, err)
+	return nil
+}
+
+func (c *clusterProcs) start(n int) error {
+	t := c.t
 	kafka, raft, gossip := make([]string, n), make([]string, n), make([]string, n)
 	var voters []string
 	for i := range n {
@@ -49,7 +72,6 @@ func startClusterProcs(t *testing.T, n int) *clusterProcs {
 		gossip[i] = "127.0.0.1:" + strconv.Itoa(freeGossipPort(t))
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, raft[i]))
 	}
-	c := &clusterProcs{t: t}
 	for i := range n {
 		args := []string{
 			"--override", "node.id=" + strconv.Itoa(i+1),
@@ -63,9 +85,11 @@ func startClusterProcs(t *testing.T, n int) *clusterProcs {
 		c.procs = append(c.procs, spawnProc(t, kafka[i], t.TempDir(), args...))
 	}
 	for _, p := range c.procs {
-		p.waitReady()
+		if err := p.tryReady(); err != nil {
+			return err
+		}
 	}
-	return c
+	return nil
 }
 
 // restart starts node id again with its data directory and ports, after
