@@ -176,6 +176,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	}
 
 	maxOffset := hw
+	throttled := false
 	if committed {
 		maxOffset = sp.LastStableOffset
 	}
@@ -191,6 +192,9 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		sp.HighWatermark = p.highWatermark()
 		sp.LastStableOffset = min(p.lastStableOffset(), sp.HighWatermark)
 		maxOffset = p.log.LogEndOffset()
+		if throttled = b.leaderThrottled(topic, p, replicaID); throttled && b.throttle.leader.Exceeded(b.now()) {
+			return p, nil // no records until the replication throttle allows
+		}
 	}
 	limit := int(rp.PartitionMaxBytes)
 	if budget < limit {
@@ -208,6 +212,9 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	}
 	if len(res.Data) > 0 {
 		sp.RecordBatches = res.Data
+		if throttled {
+			b.throttle.leader.Record(len(res.Data), b.now())
+		}
 		if committed {
 			upper, err := nextOffsetAfter(res.Data)
 			if err != nil {

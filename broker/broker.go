@@ -71,6 +71,8 @@ type Broker struct {
 	// (replica_manager.go), set between startReplication and
 	// stopReplication.
 	replicas atomic.Pointer[replicaManager]
+	// throttle is the replication throttle (replica_throttle.go).
+	throttle replicationThrottle
 
 	mu         sync.RWMutex // guards partitions
 	partitions map[logstore.TopicPartition]*partition
@@ -170,6 +172,10 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		GossipAddr:               cfg.GossipListener,
 		GossipJoin:               cfg.GossipJoin,
 		UncleanLeaderElection:    cfg.UncleanLeaderElection,
+
+		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		LeaderImbalancePerBrokerPercentage: int(cfg.LeaderImbalancePerBrokerPercentage),
 	})
 	if err != nil {
 		dir.Close(nil)

@@ -45,6 +45,9 @@ func (b *Broker) registerHandlers() {
 	r.Register(66, 0, 2, b.handleListTransactions)
 	r.Register(67, 0, 0, b.controllerAPI(b.handleAllocateProducerIDs))
 	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
+	r.Register(43, 0, 2, b.controllerAPI(b.handleElectLeaders))
+	r.Register(45, 0, 1, b.controllerAPI(b.handleAlterPartitionReassignments))
+	r.Register(46, 0, 0, b.controllerAPI(b.handleListPartitionReassignments))
 	if slices.Contains(b.cfg.GroupRebalanceProtocols, "consumer") {
 		r.Register(68, 0, 1, b.handleConsumerGroupHeartbeat)
 		r.Register(69, 0, 1, b.handleConsumerGroupDescribe)

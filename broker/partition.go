@@ -154,6 +154,19 @@ func (p *partition) advanceHighWatermark(self int32) {
 	p.advanceHighWatermarkLocked(self)
 }
 
+// stopReplica marks a replica this node no longer holds: it neither leads
+// nor follows (so a fetch response in flight cannot append to it and an
+// acks=-1 producer waiting on it gets NOT_LEADER_OR_FOLLOWER), and every
+// waiter is woken to see that.
+func (p *partition) stopReplica() {
+	p.mu.Lock()
+	p.leader, p.leaderEpoch = -1, -1
+	p.followers, p.pendingISR = nil, nil
+	p.wakeLocked()
+	p.wakeAppendedLocked()
+	p.mu.Unlock()
+}
+
 // wake wakes every fetch waiting on this partition.
 func (p *partition) wake() {
 	p.mu.Lock()

@@ -84,20 +84,22 @@ func (b *Broker) reconcile(img *controller.Image) {
 	for _, tp := range gone {
 		b.dropPartition(tp)
 	}
+	b.updateThrottles(img)
 	prev := b.image.Swap(img)
 	b.reconcileGroups(prev, img)
 	b.reconcileTxn(img)
 	b.kickReplication()
 }
 
-// dropPartition forgets a replica and removes its log from disk.
+// dropPartition forgets a replica and removes its log from disk: its topic
+// was deleted, or a reassignment moved it off this node.
 func (b *Broker) dropPartition(tp logstore.TopicPartition) {
 	b.mu.Lock()
 	p := b.partitions[tp]
 	delete(b.partitions, tp)
 	b.mu.Unlock()
 	if p != nil {
-		p.wake()
+		p.stopReplica()
 	}
 	if err := b.dir.Remove(tp); err != nil {
 		b.logger.Warn("cannot remove partition log", "topic", tp.Topic, "partition", tp.Partition, "err", err)

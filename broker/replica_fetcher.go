@@ -205,6 +205,10 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 			delayed = true
 			continue
 		}
+		if b.followerThrottled(st.p) && b.throttle.follower.Exceeded(b.now()) {
+			delayed = true // the replication throttle holds it back
+			continue
+		}
 		batch[tp] = st
 		i, ok := topics[tp.Topic]
 		if !ok {
@@ -316,6 +320,9 @@ func (f *fetcher) apply(ctx context.Context, tp logstore.TopicPartition, st *fol
 		return true, p.truncateByEpoch(f.leader, st.leaderEpoch, div.Epoch, div.EndOffset)
 	}
 	if len(rp.RecordBatches) > 0 {
+		if f.rm.b.followerThrottled(p) {
+			f.rm.b.throttle.follower.Record(len(rp.RecordBatches), f.rm.b.now())
+		}
 		if err := p.appendAsFollower(f.leader, st.leaderEpoch, rp.RecordBatches); err != nil {
 			return false, err
 		}

@@ -50,6 +50,11 @@ type broker struct {
 	// exit afterwards is not reported as a crash.
 	stopping bool
 	mu       sync.Mutex
+
+	// bin, dir and props are what spawnBroker was given, so that
+	// broker.restart can start the same node again.
+	bin, dir string
+	props    []string
 }
 
 // startBroker starts bin as node 1 with a single PLAINTEXT listener on a free
@@ -76,6 +81,13 @@ func startBroker(ctx context.Context, bin, dir string, overrides []string) (*bro
 // waiting for it to be ready. props are Kafka properties as key=value after
 // log.dirs and node.id; they must name the listeners.
 func spawnBroker(bin, dir string, id int32, addr string, props []string) (*broker, error) {
+	return spawnBrokerLog(bin, dir, id, addr, props, os.O_TRUNC)
+}
+
+// spawnBrokerLog is spawnBroker opening broker.log with logFlag: O_TRUNC
+// for a first start, O_APPEND for a restart (broker.restart).
+func spawnBrokerLog(bin, dir string, id int32, addr string, props []string, logFlag int) (*broker, error) {
+	origProps := props
 	logDirs := filepath.Join(dir, "data")
 	if err := os.MkdirAll(logDirs, 0o755); err != nil {
 		return nil, err
@@ -90,7 +102,7 @@ func spawnBroker(bin, dir string, id int32, addr string, props []string) (*broke
 	}
 
 	logPath := filepath.Join(dir, "broker.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|logFlag, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +126,8 @@ func spawnBroker(bin, dir string, id int32, addr string, props []string) (*broke
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 
-	b := &broker{id: id, addr: addr, logPath: logPath, cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{})}
+	b := &broker{id: id, addr: addr, logPath: logPath, cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{}),
+		bin: bin, dir: dir, props: origProps}
 	var readyOnce sync.Once
 	var logMu sync.Mutex
 	var copiers sync.WaitGroup

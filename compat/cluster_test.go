@@ -326,3 +326,97 @@ func nodeIDs(nodes []*broker) []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// kill stops b as kill -9 does: no controlled shutdown, nothing flushed.
+// The exit is expected, so it is not reported as a crash.
+func (b *broker) kill() {
+	b.mu.Lock()
+	b.stopping = true
+	b.mu.Unlock()
+	_ = b.cmd.Process.Kill()
+	<-b.exited
+}
+
+// restartNode starts node id of the row's cluster again, after kill or
+// stop, with the same command line, data directory and ports, appending
+// to its broker.log, and waits for its ready line. The new process
+// replaces the old one in env.nodes (and env.broker), so the row's end
+// checks (crash, race, stop) cover it.
+func (env *rowEnv) restartNode(ctx context.Context, id int32) error {
+	i := slices.IndexFunc(env.nodes, func(b *broker) bool { return b.id == id })
+	if i < 0 {
+		return fmt.Errorf("no node %d in the row's cluster", id)
+	}
+	old := env.nodes[i]
+	if err := old.stop(); err != nil {
+		return fmt.Errorf("node %d: %w", id, err)
+	}
+	var nb *broker
+	// The old process's ports may take a moment to be free again.
+	err := pollUntil(ctx, 30*time.Second, func() error {
+		var err error
+		if nb, err = spawnBrokerLog(old.bin, old.dir, old.id, old.addr, old.props, os.O_APPEND); err != nil {
+			return err
+		}
+		if err := nb.waitReady(ctx); err != nil {
+			nb.stop()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restart node %d: %w", id, err)
+	}
+	env.nodes[i] = nb
+	if env.broker == old {
+		env.broker = nb
+	}
+	return nil
+}
+
+// addNode starts one more node in the row's cluster, as an operator adds
+// a broker: the next node id, a PLAINTEXT listener only, node 1's
+// controller.quorum.voters (so the new node is a raft non-voter), its own
+// gossip listener with gossip.join naming node 1's, and extra overrides.
+// It is appended to env.nodes, so the row's end checks (crash, race,
+// stop) cover it, and addNode returns once it printed its ready line.
+func (env *rowEnv) addNode(ctx context.Context, overrides ...string) (*broker, error) {
+	first := env.nodes[0]
+	var quorum, gossip string
+	for _, p := range first.props {
+		if v, ok := strings.CutPrefix(p, "controller.quorum.voters="); ok {
+			quorum = v
+		}
+		if v, ok := strings.CutPrefix(p, "gossip.listener="); ok {
+			gossip = v
+		}
+	}
+	if quorum == "" || gossip == "" {
+		return nil, errors.New("addNode needs a row that runs as a cluster (row.cluster or nodes > 1)")
+	}
+	id := int32(len(env.nodes) + 1)
+	ports, err := freeClusterPorts(1)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(env.dir, fmt.Sprintf("node-%d", id))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	props := append([]string{
+		"listeners=PLAINTEXT://" + ports[0].kafka,
+		"controller.quorum.voters=" + quorum,
+		"gossip.listener=" + ports[0].gossip,
+		"gossip.join=" + gossip,
+	}, overrides...)
+	b, err := spawnBroker(first.bin, dir, id, ports[0].kafka, props)
+	if err != nil {
+		return nil, fmt.Errorf("node %d: %w", id, err)
+	}
+	env.nodes = append(env.nodes, b)
+	env.bootstrap = append(env.bootstrap, b.addr)
+	if err := b.waitReady(ctx); err != nil {
+		return nil, fmt.Errorf("node %d: %w", id, err)
+	}
+	return b, nil
+}

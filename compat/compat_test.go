@@ -30,6 +30,10 @@ type row struct {
 	// for a single broker, n > 1 for a cluster of n processes that are
 	// all raft voters (cluster_test.go).
 	nodes int
+	// cluster runs a one-node row as a cluster of one (quorum voters and
+	// gossip, cluster_test.go) rather than a lone broker, so that the row
+	// can add nodes to it (rowEnv.addNode).
+	cluster bool
 	// run performs the check. The first line of a returned error is the
 	// row's "first failure line"; later lines are detail.
 	run func(ctx context.Context, env *rowEnv) error
@@ -80,6 +84,12 @@ func allRows() []row {
 		kgoSuiteRF3Row(),
 		javaTopicsRF3Row(),
 		javaConsoleRF3Row(),
+		// Leader balance (java_leader_election_test.go).
+		javaLeaderElectionRow(),
+		javaLeaderElectionUncleanRow(),
+		// Growing a one-node cluster and moving partitions
+		// (java_reassign_test.go).
+		javaReassignRow(),
 	}
 	return rows
 }
@@ -178,7 +188,7 @@ func runRow(t *testing.T, r row, bin, root, dir string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	var nodes []*broker
-	if r.nodes <= 1 {
+	if r.nodes <= 1 && !r.cluster {
 		b, err := startBroker(ctx, bin, dir, r.overrides)
 		if err != nil {
 			return fail(fmt.Errorf("starting broker: %w", err))
@@ -188,18 +198,20 @@ func runRow(t *testing.T, r row, bin, root, dir string) result {
 	} else {
 		formStart := time.Now()
 		var err error
-		nodes, err = startCluster(ctx, bin, dir, r.nodes, r.overrides, t.Logf)
+		n := max(r.nodes, 1)
+		nodes, err = startCluster(ctx, bin, dir, n, r.overrides, t.Logf)
 		if err != nil {
-			return fail(fmt.Errorf("starting a %d-node cluster: %w", r.nodes, err))
+			return fail(fmt.Errorf("starting a %d-node cluster: %w", n, err))
 		}
 		for _, b := range nodes {
 			t.Logf("node %d on %s, log %s", b.id, b.addr, b.logPath)
 		}
-		t.Logf("cluster of %d formed in %.1fs", r.nodes, time.Since(formStart).Seconds())
+		t.Logf("cluster of %d formed in %.1fs", len(nodes), time.Since(formStart).Seconds())
 	}
 
 	env := &rowEnv{t: t, broker: nodes[0], nodes: nodes, bootstrap: addrsOf(nodes), root: root, dir: dir}
 	runErr := r.run(ctx, env)
+	nodes = env.nodes // the row may have added or restarted nodes
 	if runErr == nil && ctx.Err() != nil {
 		runErr = fmt.Errorf("row timed out after %s", r.timeout)
 	}

@@ -70,6 +70,8 @@ var brokerKeyList = []keyDef{
 	bk("replica.socket.timeout.ms", TypeInt, v("30000"), ro, "Socket timeout of follower fetches."),
 	bk("replica.high.watermark.checkpoint.interval.ms", TypeLong, v("5000"), ro, "How often high watermarks are checkpointed to disk.", atLeast(1)),
 	bk("num.replica.fetchers", TypeInt, v("1"), cw, "Fetcher goroutines per source broker.", atLeast(1)),
+	bk("leader.replication.throttled.rate", TypeLong, v(maxInt64), cw, "Bytes per second this broker sends, as leader, to followers of the replicas named in leader.replication.throttled.replicas (kafka-reassign-partitions.sh --throttle).", atLeast(0)),
+	bk("follower.replication.throttled.rate", TypeLong, v(maxInt64), cw, "Bytes per second this broker fetches, as follower, for the replicas named in follower.replication.throttled.replicas (kafka-reassign-partitions.sh --throttle).", atLeast(0)),
 	bk("auto.leader.rebalance.enable", TypeBoolean, v("true"), ro, "Move leadership back to preferred replicas when imbalance passes leader.imbalance.per.broker.percentage."),
 	bk("leader.imbalance.check.interval.seconds", TypeLong, v("300"), ro, "How often the controller checks leader balance.", atLeast(1)),
 	bk("leader.imbalance.per.broker.percentage", TypeInt, v("10"), ro, "Share of a broker's partitions not led by their preferred replica that triggers a rebalance.", between(0, 100)),

@@ -55,7 +55,13 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if change == nil {
 		return *p, nil
 	}
-	if err := c.apply(ctx, changePartitionsCmd{Changes: []partitionChange{*change}}); err != nil {
+	var cmd command = changePartitionsCmd{Changes: []partitionChange{*change}}
+	if rec, ok := completionOf(t.ID, p, change.ISR, liveness(img, nil)); ok {
+		// The last target replica joins the ISR: the reassignment
+		// completes in the same command (reassign.go).
+		cmd = reassignPartitionsCmd{Changes: []reassignmentRecord{rec}}
+	}
+	if err := c.apply(ctx, cmd); err != nil {
 		return Partition{}, err
 	}
 	nt := c.Image().TopicsByID[t.ID]

@@ -116,13 +116,11 @@ func checkPartitionState(replicas []int32, leader int32, isr []int32) error {
 func applyPartitionChanges(b *imageBuilder, changes []partitionChange) {
 	for _, ch := range changes {
 		old := b.base.TopicsByID[ch.TopicID].Partitions[ch.Partition]
-		b.setPartition(ch.TopicID, &Partition{
-			Partition:      ch.Partition,
-			Replicas:       old.Replicas,
-			ISR:            slices.Clone(ch.ISR),
-			Leader:         ch.Leader,
-			LeaderEpoch:    ch.LeaderEpoch,
-			PartitionEpoch: old.PartitionEpoch + 1,
-		})
+		np := *old // keeps the replicas and any reassignment in progress
+		np.ISR = slices.Clone(ch.ISR)
+		np.Leader = ch.Leader
+		np.LeaderEpoch = ch.LeaderEpoch
+		np.PartitionEpoch = old.PartitionEpoch + 1
+		b.setPartition(ch.TopicID, &np)
 	}
 }

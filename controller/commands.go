@@ -22,6 +22,7 @@ const (
 	cmdFenceBroker         commandType = 8
 	cmdUnfenceBroker       commandType = 9
 	cmdChangePartitions    commandType = 10
+	cmdReassignPartitions  commandType = 11
 	// Append new command types here.
 )
 
@@ -47,6 +48,8 @@ func (t commandType) String() string {
 		return "UnfenceBroker"
 	case cmdChangePartitions:
 		return "ChangePartitions"
+	case cmdReassignPartitions:
+		return "ReassignPartitions"
 	}
 	return fmt.Sprintf("commandType(%d)", uint8(t))
 }
@@ -193,3 +196,27 @@ type changePartitionsCmd struct {
 func (fenceBrokerCmd) commandType() commandType      { return cmdFenceBroker }
 func (unfenceBrokerCmd) commandType() commandType    { return cmdUnfenceBroker }
 func (changePartitionsCmd) commandType() commandType { return cmdChangePartitions }
+
+// reassignPartitionsCmd starts, replaces, cancels or completes partition
+// reassignments (reassign.go). Each record is the partition's whole new
+// state, decided against PartitionEpoch.
+type reassignPartitionsCmd struct {
+	Changes []reassignmentRecord `json:"changes"`
+}
+
+// reassignmentRecord sets one partition's replicas, reassignment lists, ISR
+// and leader. The FSM applies it only if the partition is still at
+// PartitionEpoch, and then sets the partition epoch to PartitionEpoch+1.
+type reassignmentRecord struct {
+	TopicID          [16]byte `json:"topicId"`
+	Partition        int32    `json:"partition"`
+	PartitionEpoch   int32    `json:"partitionEpoch"`
+	Replicas         []int32  `json:"replicas"`
+	AddingReplicas   []int32  `json:"addingReplicas,omitempty"`
+	RemovingReplicas []int32  `json:"removingReplicas,omitempty"`
+	ISR              []int32  `json:"isr"`
+	Leader           int32    `json:"leader"`
+	LeaderEpoch      int32    `json:"leaderEpoch"`
+}
+
+func (reassignPartitionsCmd) commandType() commandType { return cmdReassignPartitions }

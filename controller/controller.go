@@ -72,6 +72,16 @@ type Config struct {
 	// UncleanLeaderElection is the static unclean.leader.election.enable,
 	// used when neither the topic nor a dynamic broker config sets it.
 	UncleanLeaderElection bool
+
+	// AutoLeaderRebalance is auto.leader.rebalance.enable: the active
+	// controller checks leader balance every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds; zero means 300s) and moves
+	// leadership back to preferred replicas on brokers whose imbalance
+	// exceeds LeaderImbalancePerBrokerPercentage
+	// (leader.imbalance.per.broker.percentage), leader_balance.go.
+	AutoLeaderRebalance                bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
 }
 
 // Controller is one node's view of the metadata log and, when this node is

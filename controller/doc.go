@@ -37,9 +37,9 @@
 //
 // # Admin operations
 //
-// CreateTopics, DeleteTopics, CreatePartitions and AlterConfigs validate
-// against the current image under the controller's decision lock, then
-// write one command and return after it has been applied. They follow
+// CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs and
+// ElectLeaders (elect_leaders.go) validate against the current image under
+// the controller's decision lock, then write one command and return after it has been applied. They follow
 // Kafka's rules and error codes (kerr, wrapped with %w so errors.As finds
 // the code and the rest of the text is the error message). On a node that
 // is not the active controller they, like AlterPartition, ControlledShutdown
@@ -88,6 +88,16 @@
 // them; a stopping broker calls ControlledShutdown to hand its leaderships
 // to other in-sync replicas before Close.
 //
+// # Reassignment
+//
+// AlterPartitionReassignments (reassign.go) writes a ReassignPartitions
+// command that widens a partition's replicas to target ∪ current and
+// records AddingReplicas and RemovingReplicas in the image, so a move
+// survives a controller failover. The move completes in the command that
+// puts the last target replica in the ISR (an AlterPartition), or in the
+// leadership loop's reconcile, which completes any move whose target is
+// in sync; reassign.go lists its choices.
+//
 // # Choices where Kafka left room
 //
 //   - Placement is Kafka's classic rack-unaware / rack-aware assignment
@@ -110,6 +120,13 @@
 //     fenced while the same process gossips; KRaft keeps it "in controlled
 //     shutdown" unfenced until its session ends, which sluice has no need
 //     to distinguish.
+//   - Automatic leader rebalance (leader_balance.go) applies the ZooKeeper
+//     controller's per-broker rule, leader.imbalance.per.broker.percentage
+//     included, which KRaft ignores; it runs in the leadership loop every
+//     leader.imbalance.check.interval.seconds. ElectLeaders follows KRaft:
+//     asked for every partition, it leaves those needing no election out
+//     of the answer; a topic name no topic can have is
+//     INVALID_TOPIC_EXCEPTION rather than UNKNOWN_TOPIC_OR_PARTITION.
 //   - Failure detection is serf's, not KRaft's broker heartbeats: a broker
 //     is fenced when serf declares it failed or left, or when a leader has
 //     not seen it in serf at all for three seconds after starting.

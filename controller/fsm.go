@@ -31,6 +31,7 @@ var applyTable = map[commandType]applyFunc{
 	cmdFenceBroker:         applyFenceBroker,
 	cmdUnfenceBroker:       applyUnfenceBroker,
 	cmdChangePartitions:    applyChangePartitions,
+	cmdReassignPartitions:  applyReassignPartitions,
 }
 
 // fsm is the metadata state machine driven by raft. raft calls Apply,

@@ -78,6 +78,13 @@ type Partition struct {
 	// AlterPartition requests are checked against.
 	LeaderEpoch    int32 `json:"leaderEpoch"`
 	PartitionEpoch int32 `json:"partitionEpoch"`
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (reassign.go): Replicas is then the target followed
+	// by the replicas leaving, AddingReplicas the target replicas not in
+	// the original assignment and RemovingReplicas the original replicas
+	// not in the target. Both are empty otherwise.
+	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
+	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
 }
 
 // emptyImage returns the image of a cluster that has applied nothing.

@@ -109,10 +109,13 @@ func (c *Controller) establishLeadership(ctx context.Context) bool {
 func (c *Controller) revokeLeadership() { c.leaderReady.Store(false) }
 
 // leaderLoop reconciles at once, then on every poke and every
-// reconcileInterval, until ctx ends.
+// reconcileInterval, and checks leader balance on its own interval
+// (leader_balance.go), until ctx ends.
 func (c *Controller) leaderLoop(ctx context.Context) {
 	t := time.NewTicker(reconcileInterval)
 	defer t.Stop()
+	balance, stopBalance := c.leaderBalanceTicker()
+	defer stopBalance()
 	for {
 		c.reconcile(ctx)
 		select {
@@ -120,6 +123,8 @@ func (c *Controller) leaderLoop(ctx context.Context) {
 			return
 		case <-c.reconcileCh:
 		case <-t.C:
+		case <-balance:
+			c.balanceLeaders(ctx)
 		}
 	}
 }

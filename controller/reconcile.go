@@ -69,6 +69,9 @@ func (c *Controller) reconcileMetadata(ctx context.Context, members []member) {
 	if err := c.electOfflineLocked(ctx, down); err != nil {
 		c.log.Warn("offline partition election failed", "err", err)
 	}
+	if err := c.completeReassignmentsLocked(ctx, down); err != nil {
+		c.log.Warn("completing partition reassignments failed", "err", err)
+	}
 }
 
 // liveness returns who may lead or stay in sync according to img, with the

@@ -24,6 +24,10 @@ import (
 type Cluster struct {
 	t     testing.TB
 	nodes []*Node // nodes[i] has node id i+1
+	// quorum and joinList are the controller.quorum.voters and
+	// gossip.join every node was started with; AddNode reuses them.
+	quorum, joinList string
+	overrides        []string // StartCluster's overrides
 }
 
 // clusterStartTimeout bounds the formation of a cluster: every node's
@@ -88,6 +92,7 @@ func (c *Cluster) tryStart(dirs []string, overrides []string) error {
 		quorum = append(quorum, fmt.Sprintf("%d@%s", i+1, raft[i]))
 	}
 	joinList := strings.Join(gossip, ",")
+	c.quorum, c.joinList, c.overrides = strings.Join(quorum, ","), joinList, overrides
 	c.nodes = make([]*Node, n)
 	for i := range n {
 		listeners := "PLAINTEXT://" + kafka[i]
@@ -121,6 +126,45 @@ func (c *Cluster) tryStart(dirs []string, overrides []string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// AddNode starts one more node in the running cluster, as an operator
+// adds a broker: the next node id, the same quorum voters (so it is a raft
+// non-voter), gossip.join naming the first nodes' gossip addresses, and the
+// cluster's overrides. It returns once the node is registered and
+// unfenced; like any new broker it holds no replicas until topics are
+// created or reassigned onto it.
+func (c *Cluster) AddNode() *Node {
+	c.t.Helper()
+	id := len(c.nodes) + 1
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var kafka, gossip []string
+		if kafka, err = reservePorts(1, false); err != nil {
+			break
+		}
+		if gossip, err = reservePorts(1, true); err != nil {
+			break
+		}
+		ovr := append([]string{"replica.lag.time.max.ms=1000", "group.initial.rebalance.delay.ms=0"}, c.overrides...)
+		ovr = append(ovr,
+			"node.id="+strconv.Itoa(id),
+			"listeners=PLAINTEXT://"+kafka[0],
+			"controller.quorum.voters="+c.quorum,
+			"gossip.listener="+gossip[0],
+			"gossip.join="+c.joinList,
+		)
+		n := &Node{t: c.t, Dir: c.t.TempDir(), Overrides: ovr, addr: kafka[0], name: "node" + strconv.Itoa(id)}
+		if err = n.open(n.addr, clusterStartTimeout); err == nil {
+			c.nodes = append(c.nodes, n)
+			return n
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	c.t.Fatalf("sluicetest: add node %d: %v", id, err)
+	return nil
 }
 
 // reservePorts finds n free loopback ports (free for UDP too when udp is
