@@ -41,13 +41,14 @@ func freeGossipPort(t *testing.T) int {
 // until each is ready (registered and unfenced in a formed cluster). Free
 // ports are found before the processes bind them, so another process may
 // take one in between: the whole cluster is then started again on fresh
-// ports and directories.
-func startClusterProcs(t *testing.T, n int) *clusterProcs {
+// ports and directories. extra arguments (--override key=value) go to
+// every node.
+func startClusterProcs(t *testing.T, n int, extra ...string) *clusterProcs {
 	t.Helper()
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
 		c := &clusterProcs{t: t}
-		if err = c.start(n); err == nil {
+		if err = c.start(n, extra); err == nil {
 			return c
 		}
 		for _, p := range c.procs {
@@ -62,7 +63,7 @@ func startClusterProcs(t *testing.T, n int) *clusterProcs {
 	return nil
 }
 
-func (c *clusterProcs) start(n int) error {
+func (c *clusterProcs) start(n int, extra []string) error {
 	t := c.t
 	kafka, raft, gossip := make([]string, n), make([]string, n), make([]string, n)
 	var voters []string
@@ -81,6 +82,7 @@ func (c *clusterProcs) start(n int) error {
 			"--override", "gossip.join=" + strings.Join(gossip, ","),
 			"--override", "log.dirs=" + t.TempDir(),
 		}
+		args = append(args, extra...)
 		c.args = append(c.args, args)
 		c.procs = append(c.procs, spawnProc(t, kafka[i], t.TempDir(), args...))
 	}
