@@ -6,10 +6,13 @@ package broker
 // metadata, or offset -1 for partitions (and groups) without a commit. A
 // null topic list (v2+) asks for every committed offset. Group-level errors
 // (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) are top-level from v2 and
-// per partition before. v7 RequireStable has nothing to wait for until
-// transactional offset commits exist; v8+ asks for several groups at once
-// (KIP-709); v9's member id and epoch concern KIP-848 groups and are
-// ignored for classic groups; v10 names topics by id.
+// per partition before. With v7's RequireStable (KIP-447) a partition for
+// which a running transaction holds a pending offset (TxnOffsetCommit) is
+// UNSTABLE_OFFSET_COMMIT, and the client retries until the transaction
+// ends; without it the last committed offset is returned. v8+ asks for
+// several groups at once (KIP-709); v9's member id and epoch concern
+// KIP-848 groups and are ignored for classic groups; v10 names topics by
+// id.
 
 import (
 	"context"

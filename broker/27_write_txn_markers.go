@@ -23,10 +23,14 @@ package broker
 // an open transaction on the partition is written all the same (Kafka
 // does; it completes nothing).
 //
-// Not done here yet: markers for __consumer_offsets partitions do not
-// hand the transaction's offset commits to the group coordinator
-// (TxnOffsetCommit belongs to the group side), and there is no
-// CLUSTER_ACTION authorization (sluice has no ACLs yet).
+// A marker written to a partition of __consumer_offsets settles the
+// offsets the producer committed there in its transaction
+// (TxnOffsetCommit): once the marker is acknowledged, the group
+// coordinator applies them (COMMIT) or drops them (ABORT), before the
+// response goes back to the transaction coordinator, so a transaction
+// completes with its offsets visible.
+//
+// Not done here yet: CLUSTER_ACTION authorization (sluice has no ACLs yet).
 
 import (
 	"context"
@@ -46,10 +50,11 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *protocol.Request)
 	img := b.metadata()
 
 	type acked struct {
-		code  *int16
-		p     *partition
-		epoch int32
-		next  int64
+		code   *int16
+		p      *partition
+		epoch  int32
+		next   int64
+		marker *kmsg.WriteTxnMarkersRequestMarker
 	}
 	var waits []acked
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
@@ -82,7 +87,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *protocol.Request)
 					}
 					continue
 				}
-				waits = append(waits, acked{code: &sp.ErrorCode, p: p, epoch: epoch, next: last + 1})
+				waits = append(waits, acked{code: &sp.ErrorCode, p: p, epoch: epoch, next: last + 1, marker: m})
 			}
 		}
 	}
@@ -95,6 +100,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *protocol.Request)
 		defer deadline.Stop()
 		for _, w := range waits {
 			*w.code = b.waitAcks(ctx, w.p, w.epoch, w.next, deadline.C)
+			if *w.code == 0 && w.p.tp.Topic == offsetsTopicName && b.groups != nil {
+				b.groups.CompleteTxn(w.p.tp.Partition, w.epoch, w.marker.ProducerID, w.marker.Committed, w.next-1)
+			}
 		}
 	}
 	return resp, nil

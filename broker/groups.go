@@ -5,10 +5,15 @@ package broker
 // The coordinator of a group is the leader of the group's partition of
 // __consumer_offsets. reconcile tells the coordinator which of those
 // partitions this node leads after every metadata change; runGroups, a
-// goroutine owned by the broker, replays newly led partitions
-// (LoadPending) and steps the coordinator's timers (Tick). The coordinator
-// reaches the partitions through offsetsLog: appends as leader that wait
-// for the high watermark (acks=-1), and reads below it.
+// goroutine owned by the broker, steps the coordinator's timers (Tick) and
+// expires offsets, and its loader goroutine replays newly led partitions
+// (LoadPending), retrying a failed load, so that a load waiting for a new
+// leader to catch up does not hold back the timers. The coordinator
+// reaches the partitions through offsetsLog: appends as leader, through
+// the partition's producer state (a transactional offset commit's epoch is
+// checked there), that wait for the high watermark (acks=-1), and reads
+// below it once the high watermark has reached the log end offset the
+// leader had when elected (waitLeaderCaughtUp).
 //
 // Lock order: the coordinator never holds its locks while calling
 // offsetsLog except group.writeMu; offsetsLog takes Broker.mu and
@@ -20,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,6 +33,7 @@ import (
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/txn"
 )
 
 const offsetsTopicName = "__consumer_offsets"
@@ -118,9 +125,17 @@ func (b *Broker) reconcileGroups(prev, img *controller.Image) {
 	b.groups.SetLeadership(int32(len(t.Partitions)), led)
 }
 
-// runGroups loads newly led partitions, steps the coordinator's timers and
-// expires old offsets until ctx ends.
+// runGroups steps the coordinator's timers and expires old offsets until
+// ctx ends; its loader goroutine (loadGroups) loads newly led partitions.
+// It returns once the loader has stopped.
 func (b *Broker) runGroups(ctx context.Context) {
+	var loader sync.WaitGroup
+	loader.Add(1)
+	go func() {
+		defer loader.Done()
+		b.loadGroups(ctx)
+	}()
+	defer loader.Wait()
 	t := time.NewTicker(groupsTickInterval)
 	defer t.Stop()
 	retention := time.Duration(b.cfg.OffsetsRetentionCheckMs) * time.Millisecond
@@ -133,14 +148,37 @@ func (b *Broker) runGroups(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-b.groups.LoadSignal():
-			b.groups.LoadPending(ctx)
-			b.groups.PurgeDeletedTopics(ctx)
-			b.groups.RefreshConsumerGroups(ctx)
 		case <-t.C:
 			b.groups.Tick(ctx)
 		case <-expire.C:
 			b.groups.ExpireOffsets(ctx)
+		}
+	}
+}
+
+// groupsLoadRetry is how soon a failed load of a __consumer_offsets
+// partition (its new leader not caught up, a read error) is tried again.
+const groupsLoadRetry = 200 * time.Millisecond
+
+// loadGroups loads newly led partitions, purges deleted topics' offsets
+// and refreshes consumer groups whenever the coordinator signals work,
+// until ctx ends.
+func (b *Broker) loadGroups(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.groups.LoadSignal():
+		case <-retry.C:
+		}
+		b.groups.LoadPending(ctx)
+		b.groups.PurgeDeletedTopics(ctx)
+		b.groups.RefreshConsumerGroups(ctx)
+		if b.groups.Loading() {
+			retry.Reset(groupsLoadRetry)
 		}
 	}
 }
@@ -188,46 +226,63 @@ type offsetsLog struct{ b *Broker }
 
 var errOffsetsCommitTimeout = errors.New("broker: __consumer_offsets append not replicated within offsets.commit.timeout.ms")
 
-func (l offsetsLog) Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error {
+// Append appends batch as the coordinator's write (txn.OriginCoordinator):
+// the coordinator's own batches carry no producer and pass the producer
+// state untouched; a transactional offset commit's batch must carry an
+// epoch no older than the partition knows for its producer
+// (INVALID_PRODUCER_EPOCH otherwise), sequences are not checked.
+func (l offsetsLog) Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) (int64, error) {
 	b := l.b
 	p := b.partition(logstore.TopicPartition{Topic: offsetsTopicName, Partition: partition})
 	if p == nil {
-		return groups.ErrNotLeader
+		return 0, groups.ErrNotLeader
 	}
 	if leader, epoch := p.state(); leader != b.cfg.NodeID || epoch != leaderEpoch {
-		return groups.ErrNotLeader
+		return 0, groups.ErrNotLeader
 	}
 	if !p.enoughInsync() {
-		return kerr.NotEnoughReplicas
+		return 0, kerr.NotEnoughReplicas
 	}
-	res, err := p.log.AppendAsLeader(batch, leaderEpoch)
+	out, err := p.appendAsLeader(batch, leaderEpoch, txn.OriginCoordinator, 0)
 	if err != nil {
-		if errors.Is(err, logstore.ErrMessageTooLarge) || errors.Is(err, logstore.ErrRecordListTooLarge) {
-			return fmt.Errorf("%w: %v", groups.ErrRecordTooLarge, err)
+		switch {
+		case errors.Is(err, logstore.ErrMessageTooLarge) || errors.Is(err, logstore.ErrRecordListTooLarge):
+			return 0, fmt.Errorf("%w: %v", groups.ErrRecordTooLarge, err)
+		case errors.Is(err, logstore.ErrLogClosed):
+			return 0, groups.ErrNotLeader
+		case errors.Is(err, txn.ErrBatchStaleEpoch), errors.Is(err, txn.ErrBatchNotTransactional):
+			return 0, fmt.Errorf("%w: %v", kerr.ErrorForCode(errorCode(err)), err)
 		}
-		if errors.Is(err, logstore.ErrLogClosed) {
-			return groups.ErrNotLeader
-		}
-		return err
+		return 0, err
 	}
-	p.advanceHighWatermark(b.cfg.NodeID)
+	p.appendedAsLeader(b.cfg.NodeID)
 	timeout := time.Duration(b.cfg.OffsetsCommitTimeoutMs) * time.Millisecond
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	if !b.waitHighWatermark(ctx, p, res.LastOffset+1, deadline.C) {
-		return errOffsetsCommitTimeout
+	if !b.waitHighWatermark(ctx, p, out.res.LastOffset+1, deadline.C) {
+		return 0, errOffsetsCommitTimeout
 	}
-	return nil
+	return out.res.FirstOffset, nil
 }
 
 // offsetsReadBytes bounds one read of a __consumer_offsets partition while
 // loading; a larger batch is still returned whole.
 const offsetsReadBytes = 4 << 20
 
+// Read first waits until this leader's high watermark has reached the log
+// end offset it had when elected (at once unless it was just elected):
+// below it, records the previous leader already committed, and answered,
+// could be missing from a replay.
 func (l offsetsLog) Read(ctx context.Context, partition int32, offset int64) ([]byte, int64, error) {
 	p := l.b.partition(logstore.TopicPartition{Topic: offsetsTopicName, Partition: partition})
 	if p == nil {
 		return nil, 0, groups.ErrNotLeader
+	}
+	if err := l.b.waitLeaderCaughtUp(ctx, p); err != nil {
+		if errors.Is(err, txn.ErrNotLeader) {
+			return nil, 0, groups.ErrNotLeader
+		}
+		return nil, 0, err
 	}
 	hw := p.highWatermark()
 	offset = max(offset, p.log.LogStartOffset())

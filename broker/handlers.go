@@ -31,6 +31,7 @@ func (b *Broker) registerHandlers() {
 	r.Register(25, 0, 4, b.handleAddOffsetsToTxn)
 	r.Register(26, 0, 4, b.handleEndTxn)
 	r.Register(27, 0, 2, b.handleWriteTxnMarkers)
+	r.Register(28, 0, 5, b.handleTxnOffsetCommit)
 	r.Register(32, 1, 4, b.handleDescribeConfigs)
 	r.Register(33, 0, 2, b.controllerAPI(b.handleAlterConfigs))
 	r.Register(35, 1, 5, b.handleDescribeLogDirs)

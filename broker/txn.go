@@ -211,7 +211,9 @@ func (l txnStateLog) Append(ctx context.Context, partition, leaderEpoch int32, b
 		}
 		return err
 	}
-	p.advanceHighWatermark(b.cfg.NodeID)
+	// Wake the followers' parked fetches, as a produce does: without it
+	// they see the record only when their long poll times out.
+	p.appendedAsLeader(b.cfg.NodeID)
 	deadline := time.NewTimer(txnStateAppendTimeout)
 	defer deadline.Stop()
 	if !b.waitHighWatermark(ctx, p, res.LastOffset+1, deadline.C) {

@@ -90,6 +90,9 @@ func allRows() []row {
 		// Growing a one-node cluster and moving partitions
 		// (java_reassign_test.go).
 		javaReassignRow(),
+		// Transactions (java_transactions_test.go).
+		javaTransactionsRow(),
+		javaTxnCopierRow(),
 	}
 	return rows
 }

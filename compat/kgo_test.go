@@ -27,6 +27,11 @@ const kgoPackage = "github.com/twmb/franz-go/pkg/kgo"
 // have yet; the path is relative to this package's directory.
 const kgoExcludedFile = "kgo_excluded.txt"
 
+// kgoExcludedClusterFile lists the tests the three-node row skips on top
+// of kgoExcludedFile, each with the reason it cannot pass reliably against
+// a cluster.
+const kgoExcludedClusterFile = "kgo_excluded_rf3.txt"
+
 // kgoSuiteTimeout is go test's -timeout for the suite: a healthy run takes a
 // minute or two, so this only bounds a hang. SLUICE_COMPAT_KGO_TIMEOUT (a Go
 // duration) overrides it.
@@ -69,6 +74,13 @@ func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
 	excluded, err := readExclusions(kgoExcludedFile)
 	if err != nil {
 		return err
+	}
+	if rf > 1 {
+		more, err := readExclusions(kgoExcludedClusterFile)
+		if err != nil {
+			return err
+		}
+		excluded = append(excluded, more...)
 	}
 	args := []string{
 		"test", "-json", "-count=1",

@@ -134,7 +134,9 @@ func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 	case g.state == stateDead:
 		g.mu.Unlock()
 		return kerr.GroupIDNotFound.Code
-	case g.state != stateEmpty:
+	case g.state != stateEmpty, len(g.txnOffsets) > 0:
+		// A transaction's pending offsets keep the group until the
+		// transaction ends (txn_offsets.go).
 		g.mu.Unlock()
 		return kerr.NonEmptyGroup.Code
 	}

@@ -31,8 +31,12 @@ type Log interface {
 	// returns ErrNotLeader when the node no longer leads the partition at
 	// that epoch, ErrRecordTooLarge for a batch over the limits, and any
 	// other error when the batch may not be committed (timeout, too few
-	// in-sync replicas). The Log owns batch after the call.
-	Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error
+	// in-sync replicas). On success it returns the offset the log gave
+	// the batch's first record. A transactional batch (TxnOffsetCommit)
+	// is checked against the partition's producer state first: a stale
+	// producer epoch is refused with an error carrying Kafka's code
+	// (*kerr.Error). The Log owns batch after the call.
+	Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) (firstOffset int64, err error)
 	// Read returns whole record batches of partition starting with the
 	// batch holding offset (an offset below the log start reads from the
 	// log start), only batches below the high watermark, and the high
@@ -82,10 +86,11 @@ type Config struct {
 // timers (Tick). Join and Sync block on a channel until their rebalance
 // phase completes, which a later request or Tick does.
 //
-// Lock order: Coordinator.mu, then group.writeMu, then group.mu. The
-// coordinator lock guards only the partition table and each partition's
-// group map; nothing waits on the log under a lock except group.writeMu,
-// which orders one group's appends so that its log records follow its state.
+// Lock order: Coordinator.mu, then group.writeMu, then group.mu, then
+// Coordinator.markerMu (a leaf). The coordinator lock guards only the
+// partition table and each partition's group map; nothing waits on the log
+// under a lock except group.writeMu, which orders one group's appends so
+// that its log records follow its state.
 type Coordinator struct {
 	cfg Config
 	log Log
@@ -99,6 +104,13 @@ type Coordinator struct {
 	deletedTopics []string
 	// topicsChanged is set by TopicsChanged for RefreshConsumerGroups.
 	topicsChanged bool
+
+	// markerMu guards lastMarkers. It is a leaf: nothing else is locked
+	// while it is held.
+	markerMu sync.Mutex
+	// lastMarkers holds, per led partition, the newest acknowledged
+	// transaction marker of each producer id (txn_offsets.go).
+	lastMarkers map[int32]*partitionMarkers
 }
 
 // shard is one led __consumer_offsets partition.
@@ -107,6 +119,9 @@ type shard struct {
 	epoch     int32
 	loaded    bool
 	groups    map[string]*group
+	// markers are transaction markers written while the partition
+	// loaded (CompleteTxn).
+	markers []txnMarker
 }
 
 // New returns a coordinator that leads nothing yet.
@@ -136,7 +151,8 @@ func New(cfg Config, log Log) *Coordinator {
 	if len(cfg.ConsumerAssignors) == 0 {
 		cfg.ConsumerAssignors = []string{"range", "uniform"}
 	}
-	return &Coordinator{cfg: cfg, log: log, shards: make(map[int32]*shard), loadSignal: make(chan struct{}, 1)}
+	return &Coordinator{cfg: cfg, log: log, shards: make(map[int32]*shard), loadSignal: make(chan struct{}, 1),
+		lastMarkers: make(map[int32]*partitionMarkers)}
 }
 
 // SetLeadership tells the coordinator how many partitions __consumer_offsets
@@ -167,6 +183,7 @@ func (c *Coordinator) SetLeadership(partitions int32, led map[int32]int32) {
 	}
 	c.mu.Unlock()
 	for _, s := range dropped {
+		c.forgetMarkers(s.partition, s.epoch)
 		unload(s)
 	}
 	if signal {
@@ -217,7 +234,7 @@ func (c *Coordinator) LoadPending(ctx context.Context) {
 	c.mu.Unlock()
 	slices.SortFunc(todo, func(a, b shard) int { return int(a.partition - b.partition) })
 	for _, t := range todo {
-		groups, err := c.replay(ctx, t.partition, t.epoch)
+		groups, replayedTo, err := c.replay(ctx, t.partition, t.epoch)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.cfg.Logger.Error("cannot load __consumer_offsets partition", "partition", t.partition, "err", err)
@@ -226,11 +243,27 @@ func (c *Coordinator) LoadPending(ctx context.Context) {
 		}
 		c.mu.Lock()
 		if s := c.shards[t.partition]; s != nil && s.epoch == t.epoch && !s.loaded {
+			// No other goroutine sees these groups before this.
+			applyLateMarkers(groups, s.markers, replayedTo)
+			s.markers = nil
 			s.groups = groups
 			s.loaded = true
 		}
 		c.mu.Unlock()
 	}
+}
+
+// Loading reports whether a led partition still waits to be loaded (a
+// load failed, or the broker has not run LoadPending yet).
+func (c *Coordinator) Loading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.shards {
+		if !s.loaded {
+			return true
+		}
+	}
+	return false
 }
 
 // Tick steps every group's timers to now: session timeouts, the end of a
@@ -369,7 +402,14 @@ func (c *Coordinator) persist(ctx context.Context, g *group) error {
 
 // append writes records of g's partition as one batch.
 func (c *Coordinator) append(ctx context.Context, g *group, records []kv) error {
-	return c.log.Append(ctx, g.partition, g.epoch, buildBatch(records, c.cfg.Now().UnixMilli()))
+	_, err := c.appendAt(ctx, g, records, noProducer)
+	return err
+}
+
+// appendAt writes records of g's partition as one batch of producer and
+// returns the offset of the first record.
+func (c *Coordinator) appendAt(ctx context.Context, g *group, records []kv, producer batchProducer) (int64, error) {
+	return c.log.Append(ctx, g.partition, g.epoch, buildProducerBatch(records, c.cfg.Now().UnixMilli(), producer))
 }
 
 // appendErrorCode maps a failed append to the code Kafka's coordinator

@@ -43,12 +43,23 @@
 // sync phases, and tests step a fake clock. JoinGroup and SyncGroup block
 // their caller on a channel until the phase completes or ctx ends.
 //
-// Lock order: Coordinator.mu, then group.writeMu, then group.mu. group.mu is
+// Lock order: Coordinator.mu, then group.writeMu, then group.mu, then
+// Coordinator.markerMu (transaction markers, a leaf). group.mu is
 // never held while calling Log; group.writeMu is, so that one group's
 // records reach the log in the order of its state changes.
 //
 // Offsets of groups without members expire after offsets.retention.minutes
 // (ExpireOffsets, KIP-211).
+//
+// # Transactional offset commits
+//
+// TxnOffsetCommit (CommitTxnOffsets, txn_offsets.go) writes a
+// transaction's offsets in a transactional batch of its producer and holds
+// them pending per producer id; the transaction's marker on the same
+// partition (CompleteTxn, called by the broker's WriteTxnMarkers, and
+// replay in log order) commits or drops them. OffsetFetch with
+// RequireStable answers UNSTABLE_OFFSET_COMMIT for a partition with
+// pending offsets.
 //
 // # Consumer groups (KIP-848)
 //
@@ -67,7 +78,7 @@
 // subscriptions and topic changes are resolved against the broker's topic
 // list (Config.ListTopics, TopicsChanged, RefreshConsumerGroups).
 //
-// Not yet: transactional offset commits, classic members in consumer
+// Not yet: classic members in consumer
 // groups (online migration), rack-aware assignment, expiry of unsubscribed topics' offsets in active groups
 // (KIP-496's automatic half), removal of offsets of deleted topics.
 package groups

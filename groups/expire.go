@@ -10,7 +10,8 @@ import (
 // retention period, or, for a group that never had members (simple
 // consumers committing with generation -1), once each offset is that old.
 // An Empty group left without offsets is deleted. Groups with members keep
-// their offsets. The broker calls it every
+// their offsets; an offset a transaction has pending does not expire, and
+// a group with pending offsets is not deleted. The broker calls it every
 // offsets.retention.check.interval.ms.
 func (c *Coordinator) ExpireOffsets(ctx context.Context) {
 	if c.cfg.OffsetsRetention <= 0 {
@@ -51,7 +52,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 	left := 0
 	for _, topic := range sortedKeys(g.offsets) {
 		for _, p := range sortedKeys(g.offsets[topic]) {
-			if expired(g.offsets[topic][p]) {
+			if expired(g.offsets[topic][p]) && !g.hasTxnOffsetLocked(topic, p) {
 				gone = append(gone, tp{topic, p})
 				records = append(records, kv{key: offsetKey(g.name, topic, p)})
 			} else {
@@ -59,7 +60,9 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 			}
 		}
 	}
-	deleteGroup := left == 0
+	// A group some transaction has offsets pending in stays (Kafka's
+	// rule): its marker may still commit them.
+	deleteGroup := left == 0 && len(g.txnOffsets) == 0
 	if deleteGroup {
 		if g.consumer != nil {
 			records = append(records, g.consumerTombstonesLocked()...)
@@ -83,7 +86,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 			delete(g.offsets, x.topic)
 		}
 	}
-	if deleteGroup && g.state == stateEmpty && len(g.offsets) == 0 {
+	if deleteGroup && g.state == stateEmpty && len(g.offsets) == 0 && len(g.txnOffsets) == 0 {
 		g.setStateLocked(stateDead, now)
 	}
 }

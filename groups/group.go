@@ -40,6 +40,10 @@ type committedOffset struct {
 	leaderEpoch     int32
 	metadata        string
 	commitTimestamp int64
+	// recordOffset is where the record that committed it sits in
+	// __consumer_offsets: of a plain commit and a transaction's commit of
+	// the same partition, the later record wins (txn_offsets.go).
+	recordOffset int64
 }
 
 // member is one member of a classic group.
@@ -116,6 +120,9 @@ type group struct {
 	syncDeadline time.Time
 
 	offsets map[string]map[int32]committedOffset
+	// txnOffsets are transactional offset commits waiting for their
+	// transaction's marker, by producer id (txn_offsets.go).
+	txnOffsets map[int64]offsetTable
 
 	// consumer is set for a KIP-848 consumer group (consumer.go); its
 	// classic fields then stay empty but for state (Empty or Stable)
@@ -130,6 +137,7 @@ func newGroup(name string, partition, epoch int32, cfg *Config, now time.Time) *
 		static:     make(map[string]string),
 		pending:    make(map[string]time.Time),
 		offsets:    make(map[string]map[int32]committedOffset),
+		txnOffsets: make(map[int64]offsetTable),
 		stateSince: now,
 	}
 }

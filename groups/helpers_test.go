@@ -23,17 +23,18 @@ func newMemLog() *memLog {
 	return &memLog{batches: map[int32][][]byte{}, next: map[int32]int64{}}
 }
 
-func (l *memLog) Append(_ context.Context, partition, _ int32, batch []byte) error {
+func (l *memLog) Append(_ context.Context, partition, _ int32, batch []byte) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail != nil {
-		return l.fail
+		return 0, l.fail
 	}
 	b := append([]byte(nil), batch...)
-	binary.BigEndian.PutUint64(b, uint64(l.next[partition]))
+	first := l.next[partition]
+	binary.BigEndian.PutUint64(b, uint64(first))
 	l.next[partition] += int64(binary.BigEndian.Uint32(b[23:])) + 1
 	l.batches[partition] = append(l.batches[partition], b)
-	return nil
+	return first, nil
 }
 
 func (l *memLog) Read(_ context.Context, partition int32, offset int64) ([]byte, int64, error) {

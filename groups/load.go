@@ -13,25 +13,32 @@ import (
 // key wins, a tombstone deletes. Groups come back Stable with their members
 // (who must heartbeat within their session timeout or be removed) or Empty;
 // consumer groups come back with their epochs, members, targets and current
-// assignments (consumer_load.go).
-func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, error) {
+// assignments (consumer_load.go). Transactional offset commits are replayed
+// with their producers' markers (offsetReplay, txn_offsets.go). It also
+// returns the offset where the replay stopped.
+func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, int64, error) {
 	metas := make(map[string]*kmsg.GroupMetadataValue)
 	metaOffsets := make(map[string]int64) // offset of each classic group's last record
 	consumers := make(map[string]*consumerReplay)
-	offsets := make(map[string]map[string]map[int32]committedOffset)
+	offsets := newOffsetReplay()
 	var next int64
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		data, hw, err := c.log.Read(ctx, partition, next)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if next >= hw || len(data) == 0 {
+			next = max(next, hw)
 			break
 		}
 		last, err := parseBatches(data, func(r parsedRecord) error {
+			if r.control {
+				offsets.marker(r.producerID, r.commit)
+				return nil
+			}
 			k, err := decodeKey(r.key)
 			if errors.Is(err, errUnknownKey) {
 				return nil
@@ -56,28 +63,19 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 				return nil
 			}
 			if r.value == nil {
-				if byTopic := offsets[k.group]; byTopic != nil {
-					delete(byTopic[k.topic], k.partition)
-				}
+				offsets.tombstone(k.group, k.topic, k.partition)
 				return nil
 			}
 			o, err := decodeOffsetValue(r.value)
 			if err != nil {
 				return err
 			}
-			byTopic := offsets[k.group]
-			if byTopic == nil {
-				byTopic = make(map[string]map[int32]committedOffset)
-				offsets[k.group] = byTopic
-			}
-			if byTopic[k.topic] == nil {
-				byTopic[k.topic] = make(map[int32]committedOffset)
-			}
-			byTopic[k.topic][k.partition] = o
+			o.recordOffset = r.offset
+			offsets.commit(r.producerID, k.group, k.topic, k.partition, o)
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("partition %d: %w", partition, err)
+			return nil, 0, fmt.Errorf("partition %d: %w", partition, err)
 		}
 		if last <= next {
 			break
@@ -111,18 +109,28 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 	for name, v := range metas {
 		get(name).restore(v, now)
 	}
-	for name, byTopic := range offsets {
-		n := 0
-		for topic, parts := range byTopic {
-			if len(parts) == 0 {
-				delete(byTopic, topic)
-			}
-			n += len(parts)
+	names := make(map[string]bool, len(offsets.committed))
+	for name := range offsets.committed {
+		names[name] = true
+	}
+	for _, byGroup := range offsets.pending {
+		for name := range byGroup {
+			names[name] = true
 		}
-		if n == 0 && metas[name] == nil && (consumers[name] == nil || !consumers[name].exists) {
+	}
+	for name := range names {
+		committed := offsets.committed[name]
+		pending := offsets.pendingOf(name)
+		if len(committed) == 0 && len(pending) == 0 && metas[name] == nil && (consumers[name] == nil || !consumers[name].exists) {
 			continue
 		}
-		get(name).offsets = byTopic
+		g := get(name)
+		if committed != nil {
+			g.offsets = committed
+		}
+		if pending != nil {
+			g.txnOffsets = pending
+		}
 	}
-	return groups, nil
+	return groups, next, nil
 }

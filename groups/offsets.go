@@ -88,12 +88,14 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 		values = append(values, o)
 		records = append(records, kv{key: offsetKey(g.name, t.name, t.p.Partition), value: offsetValue(o)})
 	}
-	if err := c.append(ctx, g, records); err != nil {
+	first, err := c.appendAt(ctx, g, records, noProducer)
+	if err != nil {
 		return setAll(appendErrorCode(err, true))
 	}
 	g.mu.Lock()
 	if !g.unloaded {
 		for i, t := range todo {
+			values[i].recordOffset = first + int64(i)
 			g.setOffsetLocked(t.name, t.p.Partition, values[i])
 		}
 	}
@@ -130,13 +132,10 @@ func (g *group) checkCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 	return 0
 }
 
+// setOffsetLocked stores a committed offset unless a transaction's COMMIT
+// already applied one committed by a later record.
 func (g *group) setOffsetLocked(topic string, partition int32, o committedOffset) {
-	parts := g.offsets[topic]
-	if parts == nil {
-		parts = make(map[int32]committedOffset)
-		g.offsets[topic] = parts
-	}
-	parts[partition] = o
+	offsetTable(g.offsets).set(topic, partition, o)
 }
 
 func nameUnless(byID bool, name string) string {
@@ -159,7 +158,7 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 				topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 			}
 		}
-		rg := c.fetchGroup(req.Version, req.Group, topics, nil, -1)
+		rg := c.fetchGroup(req.Version, req.Group, topics, nil, -1, req.RequireStable)
 		resp.ErrorCode = rg.ErrorCode
 		for _, t := range rg.Topics {
 			st := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
@@ -175,7 +174,7 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 		return resp
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics, rg.MemberID, rg.MemberEpoch))
+		resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics, rg.MemberID, rg.MemberEpoch, req.RequireStable))
 	}
 	return resp
 }
@@ -183,7 +182,9 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 // fetchGroup answers one group; a nil topic list asks for every committed
 // offset of the group. A member of a consumer group (v9+) names itself and
 // its epoch: UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when they do not match.
-func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.OffsetFetchRequestGroupTopic, memberID *string, memberEpoch int32) kmsg.OffsetFetchResponseGroup {
+// With requireStable (v7+) a partition with a transaction's pending offset
+// is UNSTABLE_OFFSET_COMMIT: the client retries once the transaction ends.
+func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.OffsetFetchRequestGroupTopic, memberID *string, memberEpoch int32, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: name}
 	byID := version >= 10
 	g, err := c.group(name, false)
@@ -200,6 +201,7 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 		return out
 	}
 	var offsets map[string]map[int32]committedOffset
+	unstable := func(string, int32) bool { return false }
 	if g != nil {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -213,9 +215,15 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 		}
 		if g.state != stateDead {
 			offsets = g.offsets
+			if requireStable && version >= 7 {
+				unstable = g.hasTxnOffsetLocked
+			}
 		}
 	}
-	entry := func(p int32, o committedOffset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
+	entry := func(topic string, p int32, o committedOffset, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
+		if unstable(topic, p) {
+			return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: kerr.UnstableOffsetCommit.Code}
+		}
 		if !ok {
 			empty := ""
 			return kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: &empty}
@@ -234,7 +242,7 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 				st.TopicID = info.ID
 			}
 			for _, p := range sortedKeys(offsets[name]) {
-				st.Partitions = append(st.Partitions, entry(p, offsets[name][p], true))
+				st.Partitions = append(st.Partitions, entry(name, p, offsets[name][p], true))
 			}
 			out.Topics = append(out.Topics, st)
 		}
@@ -254,7 +262,7 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 				continue
 			}
 			o, ok := offsets[name][p]
-			st.Partitions = append(st.Partitions, entry(p, o, ok))
+			st.Partitions = append(st.Partitions, entry(name, p, o, ok))
 		}
 		out.Topics = append(out.Topics, st)
 	}
@@ -308,7 +316,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 			case subscribed != nil && (subscribed[rt.Topic] || subscribed[""]):
 				sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			default:
-				if _, has := g.offsets[rt.Topic][rp.Partition]; has {
+				if _, has := g.offsets[rt.Topic][rp.Partition]; has || g.hasTxnOffsetLocked(rt.Topic, rp.Partition) {
 					dels = append(dels, del{rt.Topic, rp.Partition})
 					records = append(records, kv{key: offsetKey(g.name, rt.Topic, rp.Partition)})
 				}
@@ -328,10 +336,8 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 	}
 	g.mu.Lock()
 	for _, d := range dels {
-		delete(g.offsets[d.topic], d.partition)
-		if len(g.offsets[d.topic]) == 0 {
-			delete(g.offsets, d.topic)
-		}
+		offsetTable(g.offsets).remove(d.topic, d.partition)
+		g.dropTxnOffsetsLocked(d.topic, d.partition)
 	}
 	g.mu.Unlock()
 	return resp

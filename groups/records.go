@@ -13,7 +13,11 @@ package groups
 // compaction eventually drops every older record of the same key. The
 // coordinator writes records in uncompressed magic v2 batches with no
 // producer id, one batch per operation so an operation is applied whole or
-// not at all.
+// not at all. A transactional offset commit (TxnOffsetCommit) is the one
+// exception: its batch carries the producer's id and epoch, the
+// transactional attribute and base sequence 0, as Kafka's coordinator
+// writes it, and the transaction's COMMIT or ABORT control batch, written
+// to the same partition by WriteTxnMarkers, decides its fate.
 
 import (
 	"encoding/binary"
@@ -45,6 +49,7 @@ const (
 	posMagic        = 16
 	posCRC          = 17
 	posAttributes   = 21
+	posProducerID   = 43
 	posRecordCount  = 57
 )
 
@@ -55,9 +60,34 @@ type kv struct {
 	key, value []byte
 }
 
+// batchProducer is the producer a batch is written for: noProducer for
+// the coordinator's own records, a transactional producer's id and epoch
+// for TxnOffsetCommit.
+type batchProducer struct {
+	id    int64
+	epoch int16
+}
+
+var noProducer = batchProducer{id: -1, epoch: -1}
+
+// Batch attribute bits (magic v2).
+const (
+	attrCompression   = 0x07
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
 // buildBatch encodes records as one uncompressed magic v2 batch with base
-// offset 0; the log assigns the real offsets and the leader epoch.
+// offset 0 and no producer; the log assigns the real offsets and the
+// leader epoch.
 func buildBatch(records []kv, timestamp int64) []byte {
+	return buildProducerBatch(records, timestamp, noProducer)
+}
+
+// buildProducerBatch is buildBatch for producer: with a producer id the
+// batch is transactional, at base sequence 0 (the partition leader checks
+// the epoch of a coordinator's write, not its sequence).
+func buildProducerBatch(records []kv, timestamp int64, producer batchProducer) []byte {
 	var raw []byte
 	for i, r := range records {
 		raw = appendRecord(raw, kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value})
@@ -74,6 +104,10 @@ func buildBatch(records []kv, timestamp int64) []byte {
 		NumRecords:           int32(len(records)),
 		Records:              raw,
 	}
+	if producer.id >= 0 {
+		b.Attributes = attrTransactional
+		b.ProducerID, b.ProducerEpoch, b.FirstSequence = producer.id, producer.epoch, 0
+	}
 	b.Length = int32(batchHeaderSize - 12 + len(raw)) // the bytes after the length field
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[posCRC:], crc32.Checksum(out[posAttributes:], castagnoli))
@@ -88,16 +122,23 @@ func appendRecord(dst []byte, r kmsg.Record) []byte {
 	return append(dst, body...)
 }
 
-// parsedRecord is one record read back from the log.
+// parsedRecord is one record read back from the log, or one transaction
+// marker (control set; commit says which marker).
 type parsedRecord struct {
 	offset     int64
 	key, value []byte
+	// producerID is the producer of a transactional batch's records
+	// and of a marker, -1 for the coordinator's own records.
+	producerID int64
+	control    bool
+	commit     bool
 }
 
 // parseBatches walks whole batches, calling fn for each record of each
-// uncompressed data batch. It returns the offset after the last batch.
-// Control batches are skipped; a compressed batch (which the coordinator
-// never writes) is skipped as well rather than guessed at.
+// uncompressed data batch and once for each transaction marker. It
+// returns the offset after the last batch. Other control batches, and
+// compressed batches (which the coordinator never writes), are skipped
+// rather than guessed at.
 func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err error) {
 	next = -1
 	for len(data) > 0 {
@@ -117,11 +158,30 @@ func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err err
 		lastDelta := int32(binary.BigEndian.Uint32(batch[23:]))
 		next = base + int64(lastDelta) + 1
 		attrs := int16(binary.BigEndian.Uint16(batch[posAttributes:]))
-		if attrs&0x07 != 0 || attrs&0x20 != 0 {
+		if attrs&attrCompression != 0 {
 			continue
+		}
+		producerID := int64(-1)
+		if attrs&attrTransactional != 0 {
+			producerID = int64(binary.BigEndian.Uint64(batch[posProducerID:]))
 		}
 		count := int(int32(binary.BigEndian.Uint32(batch[posRecordCount:])))
 		recs := batch[batchHeaderSize:]
+		if attrs&attrControl != 0 {
+			if producerID < 0 || count < 1 {
+				continue
+			}
+			commit, ok, err := parseMarker(recs, base)
+			if err != nil {
+				return next, err
+			}
+			if ok {
+				if err := fn(parsedRecord{offset: base, producerID: producerID, control: true, commit: commit}); err != nil {
+					return next, err
+				}
+			}
+			continue
+		}
 		for i := 0; i < count; i++ {
 			length, n := binary.Varint(recs)
 			if n <= 0 || length < 0 || int64(len(recs)-n) < length {
@@ -132,12 +192,36 @@ func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err err
 				return next, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
 			}
 			recs = recs[n+int(length):]
-			if err := fn(parsedRecord{offset: base + int64(r.OffsetDelta), key: r.Key, value: r.Value}); err != nil {
+			if err := fn(parsedRecord{offset: base + int64(r.OffsetDelta), key: r.Key, value: r.Value, producerID: producerID}); err != nil {
 				return next, err
 			}
 		}
 	}
 	return next, nil
+}
+
+// parseMarker reads the first record of a control batch: a key of int16
+// version and int16 type, type 0 being ABORT and 1 COMMIT. ok is false for
+// other control records.
+func parseMarker(recs []byte, base int64) (commit, ok bool, err error) {
+	length, n := binary.Varint(recs)
+	if n <= 0 || length < 0 || int64(len(recs)-n) < length {
+		return false, false, fmt.Errorf("%w: bad control record length in batch at offset %d", ErrCorruptRecord, base)
+	}
+	var r kmsg.Record
+	if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
+		return false, false, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+	}
+	if len(r.Key) < 4 {
+		return false, false, nil
+	}
+	switch binary.BigEndian.Uint16(r.Key[2:]) {
+	case 0:
+		return false, true, nil
+	case 1:
+		return true, true, nil
+	}
+	return false, false, nil
 }
 
 func offsetKey(group, topic string, partition int32) []byte {

@@ -52,14 +52,28 @@ func (c *Coordinator) purgeGroup(ctx context.Context, g *group, deleted map[stri
 		g.mu.Unlock()
 		return
 	}
-	var records []kv
-	var topics []string
+	// Offsets a transaction has pending go too, as in Kafka: each
+	// partition's tombstone drops them when replayed.
+	parts := make(offsetTable)
 	for _, topic := range sortedKeys(g.offsets) {
-		if !deleted[topic] {
-			continue
+		if deleted[topic] {
+			for p, o := range g.offsets[topic] {
+				parts.set(topic, p, o)
+			}
 		}
-		topics = append(topics, topic)
-		for _, p := range sortedKeys(g.offsets[topic]) {
+	}
+	for _, pending := range g.txnOffsets {
+		for topic, ps := range pending {
+			if deleted[topic] {
+				for p, o := range ps {
+					parts.set(topic, p, o)
+				}
+			}
+		}
+	}
+	var records []kv
+	for _, topic := range sortedKeys(parts) {
+		for _, p := range sortedKeys(parts[topic]) {
 			records = append(records, kv{key: offsetKey(g.name, topic, p)})
 		}
 	}
@@ -72,8 +86,11 @@ func (c *Coordinator) purgeGroup(ctx context.Context, g *group, deleted map[stri
 		return
 	}
 	g.mu.Lock()
-	for _, t := range topics {
-		delete(g.offsets, t)
+	for topic, ps := range parts {
+		for p := range ps {
+			offsetTable(g.offsets).remove(topic, p)
+			g.dropTxnOffsetsLocked(topic, p)
+		}
 	}
 	g.mu.Unlock()
 }

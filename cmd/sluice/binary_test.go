@@ -94,6 +94,7 @@ type sluiceProc struct {
 	addr   string
 	dir    string
 	stderr *lockedBuffer
+	stdout *lockedBuffer // every line the process printed
 	ready  string        // the "sluice ready:" line
 	readyc chan string   // receives the ready line
 	done   chan struct{} // closed when the process has exited
@@ -128,7 +129,7 @@ func startProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 // be ready (nodes of a cluster must start together); call waitReady.
 func spawnProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 	t.Helper()
-	p := &sluiceProc{t: t, addr: addr, stderr: &lockedBuffer{}, done: make(chan struct{}), readyc: make(chan string, 1)}
+	p := &sluiceProc{t: t, addr: addr, stderr: &lockedBuffer{}, stdout: &lockedBuffer{}, done: make(chan struct{}), readyc: make(chan string, 1)}
 	p.cmd = exec.Command(sluiceBin, args...)
 	p.cmd.Dir = cwd
 	p.cmd.Stderr = p.stderr
@@ -142,7 +143,9 @@ func spawnProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "sluice ready:") {
+			line := sc.Text()
+			p.stdout.Write([]byte(line + "\n"))
+			if strings.HasPrefix(line, "sluice ready:") {
 				select {
 				case p.readyc <- line:
 				default:
@@ -176,7 +179,7 @@ func (p *sluiceProc) tryReady() error {
 	select {
 	case p.ready = <-p.readyc:
 	case <-p.done:
-		return fmt.Errorf("sluice exited before it was ready (%v); stderr:\n%s", p.err, p.stderr.String())
+		return fmt.Errorf("sluice exited before it was ready (%v); stdout:\n%s\nstderr:\n%s", p.err, p.stdout.String(), p.stderr.String())
 	case <-time.After(waitTimeout):
 		return fmt.Errorf("sluice not ready; stderr:\n%s", p.stderr.String())
 	}
