@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Helpers shared by the consumer group rows (java_consumer_groups_test.go,
@@ -345,4 +346,115 @@ func stopOneByOne(ctx context.Context, adm *kadm.Client, group, topic string, pa
 		}
 	}
 	return waitEmptyGroup(ctx, adm, group)
+}
+
+// waitStableConsumers is waitStableGroup for a group of background
+// consumers: when the group does not settle, a consumer that has exited
+// explains why better than the group's state does.
+func waitStableConsumers(ctx context.Context, adm *kadm.Client, group, topic string, partitions int32, consumers []*bgProcess) (kadm.DescribedGroup, error) {
+	g, err := waitStableGroup(ctx, adm, group, topic, len(consumers), partitions)
+	if err != nil {
+		for _, c := range consumers {
+			if cerr := c.running(); cerr != nil {
+				return g, cerr
+			}
+		}
+	}
+	return g, err
+}
+
+// produceToEachPartition produces perPartition records to each of topic's
+// partitions, record i of partition p holding value(p, i).
+func produceToEachPartition(ctx context.Context, cl *kgo.Client, topic string, partitions int32, perPartition int64, value func(p int32, i int64) string) error {
+	for p := range partitions {
+		recs := make([]*kgo.Record, 0, perPartition)
+		for i := range perPartition {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(value(p, i))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("franz-go produce to %s-%d: %w", topic, p, err)
+		}
+	}
+	return nil
+}
+
+// printedLines returns the lines a background consumer has printed so far.
+func printedLines(c *bgProcess) []string {
+	out := strings.TrimRight(c.stdout.String(), "\n")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+// waitPrinted polls until the consumers have printed total lines between
+// them; one that exits fails the wait. who names the consumers in errors.
+func waitPrinted(ctx context.Context, consumers []*bgProcess, total int, who string) error {
+	return pollUntil(ctx, groupWaitLimit, func() error {
+		n := 0
+		for _, c := range consumers {
+			if err := c.running(); err != nil {
+				return err
+			}
+			n += len(printedLines(c))
+		}
+		if n < total {
+			return fmt.Errorf("the %s consumers printed %d of %d records", who, n, total)
+		}
+		return nil
+	})
+}
+
+// printedRecord is one record as a consumer printed it.
+type printedRecord struct {
+	partition int32
+	offset    int64
+	value     string
+}
+
+// checkPrintedOnce reads every line the consumers printed with parse (ok
+// false for a line not in the printed format, which format names) and
+// checks that each record holds value(partition, offset) and that the
+// consumers printed total distinct records, none twice. It returns the
+// partitions each consumer printed as partitionBlock names them, sorted.
+func checkPrintedOnce(consumers []*bgProcess, total int, who, format string,
+	parse func(line string) (printedRecord, bool), value func(p int32, o int64) string) ([]string, error) {
+	seen := map[string]string{}
+	var blocks []string
+	for _, c := range consumers {
+		var ps []int32
+		for _, l := range printedLines(c) {
+			r, ok := parse(l)
+			if !ok {
+				return nil, fmt.Errorf("%s printed %q, not %s", c.name, l, format)
+			}
+			if want := value(r.partition, r.offset); r.value != want {
+				return nil, fmt.Errorf("%s printed %q for partition %d offset %d, want %q", c.name, r.value, r.partition, r.offset, want)
+			}
+			if other, ok := seen[r.value]; ok {
+				return nil, fmt.Errorf("%s printed %s, which %s printed too", c.name, r.value, other)
+			}
+			seen[r.value] = c.name
+			if !slices.Contains(ps, r.partition) {
+				ps = append(ps, r.partition)
+			}
+		}
+		slices.Sort(ps)
+		blocks = append(blocks, partitionBlock(ps))
+	}
+	if len(seen) != total {
+		return nil, fmt.Errorf("the %s consumers printed %d distinct records, want %d", who, len(seen), total)
+	}
+	slices.Sort(blocks)
+	return blocks, nil
+}
+
+// everyPartitionAt returns the offset map in which each of partitions
+// partitions is at offset.
+func everyPartitionAt(partitions int32, offset int64) map[int32]int64 {
+	m := map[int32]int64{}
+	for p := range partitions {
+		m[p] = offset
+	}
+	return m
 }

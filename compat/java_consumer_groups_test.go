@@ -404,7 +404,7 @@ func javaConsoleGroupRow() row {
 }
 
 // consoleGroupValue is the value of record i of partition p.
-func consoleGroupValue(p int32, i int) string { return fmt.Sprintf("cg-p%d-%d", p, i) }
+func consoleGroupValue(p int32, i int64) string { return fmt.Sprintf("cg-p%d-%d", p, i) }
 
 // runJavaConsoleGroup starts three kafka-console-consumer.sh --group
 // processes with Kafka's RangeAssignor on a 10-partition topic, waits until
@@ -441,13 +441,8 @@ func runJavaConsoleGroup(ctx context.Context, env *rowEnv) error {
 		}
 		consumers = append(consumers, c)
 	}
-	g, err := waitStableGroup(ctx, adm, consoleGroupName, consoleGroupTopic, consoleGroupMembers, consoleGroupPartitions)
+	g, err := waitStableConsumers(ctx, adm, consoleGroupName, consoleGroupTopic, consoleGroupPartitions, consumers)
 	if err != nil {
-		for _, c := range consumers {
-			if cerr := c.running(); cerr != nil {
-				return cerr
-			}
-		}
 		return err
 	}
 	if g.Protocol != "range" {
@@ -491,37 +486,11 @@ func runJavaConsoleGroup(ctx context.Context, env *rowEnv) error {
 		return fmt.Errorf("--describe --members printed member: partitions %v; DescribeGroups says %v", printed, memberBlocks)
 	}
 
-	for p := range int32(consoleGroupPartitions) {
-		recs := make([]*kgo.Record, 0, consoleGroupPerPart)
-		for i := range consoleGroupPerPart {
-			recs = append(recs, &kgo.Record{Topic: consoleGroupTopic, Partition: p, Value: []byte(consoleGroupValue(p, i))})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return fmt.Errorf("franz-go produce to %s-%d: %w", consoleGroupTopic, p, err)
-		}
+	if err := produceToEachPartition(ctx, cl, consoleGroupTopic, consoleGroupPartitions, consoleGroupPerPart, consoleGroupValue); err != nil {
+		return err
 	}
 	const total = consoleGroupPartitions * consoleGroupPerPart
-	lines := func(c *bgProcess) []string {
-		out := strings.TrimRight(c.stdout.String(), "\n")
-		if out == "" {
-			return nil
-		}
-		return strings.Split(out, "\n")
-	}
-	err = pollUntil(ctx, groupWaitLimit, func() error {
-		n := 0
-		for _, c := range consumers {
-			if err := c.running(); err != nil {
-				return err
-			}
-			n += len(lines(c))
-		}
-		if n < total {
-			return fmt.Errorf("the console consumers printed %d of %d records", n, total)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := waitPrinted(ctx, consumers, total, "console"); err != nil {
 		return err
 	}
 	if err := stopOneByOne(ctx, adm, consoleGroupName, consoleGroupTopic, consoleGroupPartitions, consumers); err != nil {
@@ -529,43 +498,25 @@ func runJavaConsoleGroup(ctx context.Context, env *rowEnv) error {
 	}
 
 	// Every record once; each consumer prints the partitions of one block.
-	seen := map[string]string{}
-	var consumerBlocks []string
-	for _, c := range consumers {
-		var ps []int32
-		for _, l := range lines(c) {
-			var p int32
-			var o int
-			var v string
-			if n, _ := fmt.Sscanf(l, "Partition:%d\tOffset:%d\t%s", &p, &o, &v); n != 3 {
-				return fmt.Errorf("%s printed %q, not Partition:P\\tOffset:O\\tvalue", c.name, l)
-			}
-			if want := consoleGroupValue(p, o); v != want {
-				return fmt.Errorf("%s printed %q for partition %d offset %d, want %q", c.name, v, p, o, want)
-			}
-			if other, ok := seen[v]; ok {
-				return fmt.Errorf("%s printed %s, which %s printed too", c.name, v, other)
-			}
-			seen[v] = c.name
-			if !slices.Contains(ps, p) {
-				ps = append(ps, p)
-			}
-		}
-		slices.Sort(ps)
-		consumerBlocks = append(consumerBlocks, partitionBlock(ps))
+	consumerBlocks, err := checkPrintedOnce(consumers, total, "console", `Partition:P\tOffset:O\tvalue`, parseConsoleLine, consoleGroupValue)
+	if err != nil {
+		return err
 	}
-	if len(seen) != total {
-		return fmt.Errorf("the console consumers printed %d distinct records, want %d", len(seen), total)
-	}
-	slices.Sort(consumerBlocks)
 	if !slices.Equal(consumerBlocks, wantBlocks) {
 		return fmt.Errorf("the console consumers printed the partitions %v, want one each of the blocks %v", consumerBlocks, wantBlocks)
 	}
-	want := map[int32]int64{}
-	for p := range int32(consoleGroupPartitions) {
-		want[p] = consoleGroupPerPart
-	}
+	want := everyPartitionAt(consoleGroupPartitions, consoleGroupPerPart)
 	return wantCommitted(ctx, adm, consoleGroupName, consoleGroupTopic, want)
+}
+
+// parseConsoleLine reads a line kafka-console-consumer.sh printed with
+// print.partition and print.offset.
+func parseConsoleLine(l string) (printedRecord, bool) {
+	var r printedRecord
+	if n, _ := fmt.Sscanf(l, "Partition:%d\tOffset:%d\t%s", &r.partition, &r.offset, &r.value); n != 3 {
+		return printedRecord{}, false
+	}
+	return r, true
 }
 
 // partitionBlock names a sorted partition list: "4-6" when it is the

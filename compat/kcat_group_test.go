@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The kcat-group row runs two kcat balanced consumers (-G, librdkafka's
@@ -64,13 +62,8 @@ func runKcatGroup(ctx context.Context, env *rowEnv) error {
 		}
 		consumers = append(consumers, c)
 	}
-	g, err := waitStableGroup(ctx, adm, kcatGroupName, kcatGroupTopic, kcatGroupMembers, kcatGroupPartitions)
+	g, err := waitStableConsumers(ctx, adm, kcatGroupName, kcatGroupTopic, kcatGroupPartitions, consumers)
 	if err != nil {
-		for _, c := range consumers {
-			if cerr := c.running(); cerr != nil {
-				return cerr
-			}
-		}
 		return err
 	}
 	if g.Protocol != "range" {
@@ -85,37 +78,11 @@ func runKcatGroup(ctx context.Context, env *rowEnv) error {
 		return fmt.Errorf("DescribeGroups: the kcat members hold partitions %v, want %v", assigned, want)
 	}
 
-	for p := range int32(kcatGroupPartitions) {
-		recs := make([]*kgo.Record, 0, kcatGroupPerPart)
-		for i := range int64(kcatGroupPerPart) {
-			recs = append(recs, &kgo.Record{Topic: kcatGroupTopic, Partition: p, Value: []byte(kcatGroupValue(p, i))})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return fmt.Errorf("franz-go produce to %s-%d: %w", kcatGroupTopic, p, err)
-		}
+	if err := produceToEachPartition(ctx, cl, kcatGroupTopic, kcatGroupPartitions, kcatGroupPerPart, kcatGroupValue); err != nil {
+		return err
 	}
 	const total = kcatGroupPartitions * kcatGroupPerPart
-	lines := func(c *bgProcess) []string {
-		out := strings.TrimRight(c.stdout.String(), "\n")
-		if out == "" {
-			return nil
-		}
-		return strings.Split(out, "\n")
-	}
-	err = pollUntil(ctx, groupWaitLimit, func() error {
-		n := 0
-		for _, c := range consumers {
-			if err := c.running(); err != nil {
-				return err
-			}
-			n += len(lines(c))
-		}
-		if n < total {
-			return fmt.Errorf("the kcat consumers printed %d of %d records", n, total)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := waitPrinted(ctx, consumers, total, "kcat"); err != nil {
 		return err
 	}
 	if err := stopOneByOne(ctx, adm, kcatGroupName, kcatGroupTopic, kcatGroupPartitions, consumers); err != nil {
@@ -127,45 +94,28 @@ func runKcatGroup(ctx context.Context, env *rowEnv) error {
 		}
 	}
 
-	seen := map[string]string{}
-	var printed []string
-	for _, c := range consumers {
-		var ps []int32
-		for _, l := range lines(c) {
-			f := strings.Fields(l)
-			if len(f) != 3 {
-				return fmt.Errorf("%s printed %q, not \"partition offset value\"", c.name, l)
-			}
-			p, err1 := strconv.ParseInt(f[0], 10, 32)
-			o, err2 := strconv.ParseInt(f[1], 10, 64)
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("%s printed %q, not \"partition offset value\"", c.name, l)
-			}
-			if want := kcatGroupValue(int32(p), o); f[2] != want {
-				return fmt.Errorf("%s printed %q for partition %d offset %d, want %q", c.name, f[2], p, o, want)
-			}
-			if other, ok := seen[f[2]]; ok {
-				return fmt.Errorf("%s printed %s, which %s printed too", c.name, f[2], other)
-			}
-			seen[f[2]] = c.name
-			if !slices.Contains(ps, int32(p)) {
-				ps = append(ps, int32(p))
-			}
-		}
-		slices.Sort(ps)
-		printed = append(printed, partitionBlock(ps))
+	printed, err := checkPrintedOnce(consumers, total, "kcat", `"partition offset value"`, parseKcatLine, kcatGroupValue)
+	if err != nil {
+		return err
 	}
-	if len(seen) != total {
-		return fmt.Errorf("the kcat consumers printed %d distinct records, want %d", len(seen), total)
-	}
-	slices.Sort(printed)
 	if !slices.Equal(printed, assigned) {
 		return fmt.Errorf("the kcat consumers printed the partitions %v, want one each of %v", printed, assigned)
 	}
 
-	want := map[int32]int64{}
-	for p := range int32(kcatGroupPartitions) {
-		want[p] = kcatGroupPerPart
-	}
+	want := everyPartitionAt(kcatGroupPartitions, kcatGroupPerPart)
 	return wantCommitted(ctx, adm, kcatGroupName, kcatGroupTopic, want)
+}
+
+// parseKcatLine reads a line kcat printed with -f '%p %o %s\n'.
+func parseKcatLine(l string) (printedRecord, bool) {
+	f := strings.Fields(l)
+	if len(f) != 3 {
+		return printedRecord{}, false
+	}
+	p, err1 := strconv.ParseInt(f[0], 10, 32)
+	o, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return printedRecord{}, false
+	}
+	return printedRecord{partition: int32(p), offset: o, value: f[2]}, true
 }
