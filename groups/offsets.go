@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,12 +16,7 @@ import (
 func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	byID := req.Version >= 10
-	type target struct {
-		topic, partition int // indexes into resp
-		name             string
-		p                kmsg.OffsetCommitRequestTopicPartition
-	}
-	var todo []target
+	var todo []commitTarget
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -28,15 +24,17 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
-			switch {
-			case !ok && byID:
+			if !ok && byID {
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case !ok || rp.Partition < 0 || rp.Partition >= info.Partitions:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > c.cfg.MaxMetadataSize:
-				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
-				todo = append(todo, target{topic: len(resp.Topics), partition: len(st.Partitions), name: info.Name, p: rp})
+			} else {
+				sp.ErrorCode = c.checkCommitPartition(info, ok, rp.Partition, rp.Metadata)
+			}
+			if sp.ErrorCode == 0 {
+				leaderEpoch := int32(-1)
+				if req.Version >= 6 {
+					leaderEpoch = rp.LeaderEpoch
+				}
+				todo = append(todo, newCommitTarget(len(resp.Topics), len(st.Partitions), info.Name, rp.Partition, rp.Offset, leaderEpoch, rp.Metadata))
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -51,22 +49,16 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	if len(todo) == 0 {
 		return resp
 	}
-	if req.Group == "" {
-		return setAll(kerr.InvalidGroupID.Code)
-	}
-	g, err := c.group(req.Group, req.Generation < 0)
-	if err != nil {
-		return setAll(errCode(err))
-	}
-	if g == nil {
-		return setAll(kerr.IllegalGeneration.Code)
+	g, code := c.commitGroup(req.Group, req.Generation)
+	if code != 0 {
+		return setAll(code)
 	}
 
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	now := c.cfg.Now()
 	g.mu.Lock()
-	code := g.checkCommitLocked(req)
+	code = g.checkCommitLocked(req)
 	if code == 0 && g.members[req.MemberID] != nil {
 		m := g.members[req.MemberID]
 		m.heartbeatDeadline = now.Add(m.sessionTimeout)
@@ -75,19 +67,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	if code != 0 {
 		return setAll(code)
 	}
-	records := make([]kv, 0, len(todo))
-	values := make([]committedOffset, 0, len(todo))
-	for _, t := range todo {
-		o := committedOffset{offset: t.p.Offset, leaderEpoch: -1, commitTimestamp: now.UnixMilli()}
-		if req.Version >= 6 {
-			o.leaderEpoch = t.p.LeaderEpoch
-		}
-		if t.p.Metadata != nil {
-			o.metadata = *t.p.Metadata
-		}
-		values = append(values, o)
-		records = append(records, kv{key: offsetKey(g.name, t.name, t.p.Partition), value: offsetValue(o)})
-	}
+	records := offsetRecords(g.name, todo, now)
 	first, err := c.appendAt(ctx, g, records, noProducer)
 	if err != nil {
 		return setAll(appendErrorCode(err, true))
@@ -95,12 +75,74 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	g.mu.Lock()
 	if !g.unloaded {
 		for i, t := range todo {
-			values[i].recordOffset = first + int64(i)
-			g.setOffsetLocked(t.name, t.p.Partition, values[i])
+			t.value.recordOffset = first + int64(i)
+			g.setOffsetLocked(t.name, t.partitionID, t.value)
 		}
 	}
 	g.mu.Unlock()
 	return resp
+}
+
+// commitTarget is one partition's offset that an OffsetCommit or a
+// TxnOffsetCommit asks to store, and where its answer sits in the response.
+type commitTarget struct {
+	topic, partition int // indexes into the response
+	name             string
+	partitionID      int32
+	value            committedOffset // recordOffset and commitTimestamp set by the commit
+}
+
+func newCommitTarget(topic, partition int, name string, partitionID int32, offset int64, leaderEpoch int32, metadata *string) commitTarget {
+	t := commitTarget{topic: topic, partition: partition, name: name, partitionID: partitionID,
+		value: committedOffset{offset: offset, leaderEpoch: leaderEpoch}}
+	if metadata != nil {
+		t.value.metadata = *metadata
+	}
+	return t
+}
+
+// checkCommitPartition is the check of one partition shared by OffsetCommit
+// and TxnOffsetCommit: the topic (known reports whether LookupTopic found
+// it) must have the partition, and the metadata must fit MaxMetadataSize.
+func (c *Coordinator) checkCommitPartition(info TopicInfo, known bool, partition int32, metadata *string) int16 {
+	switch {
+	case !known || partition < 0 || partition >= info.Partitions:
+		return kerr.UnknownTopicOrPartition.Code
+	case metadata != nil && len(*metadata) > c.cfg.MaxMetadataSize:
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
+}
+
+// commitGroup returns the group an offset commit names, created when the
+// commit's generation is -1 (a simple consumer, or an older transactional
+// client) and it does not exist; otherwise the code every partition of the
+// commit is answered with.
+func (c *Coordinator) commitGroup(name string, generation int32) (*group, int16) {
+	if name == "" {
+		return nil, kerr.InvalidGroupID.Code
+	}
+	g, err := c.group(name, generation < 0)
+	if err != nil {
+		return nil, errCode(err)
+	}
+	if g == nil {
+		return nil, kerr.IllegalGeneration.Code
+	}
+	return g, 0
+}
+
+// offsetRecords stamps each target's offset with now as its commit
+// timestamp and returns the __consumer_offsets records of group, one per
+// target in order.
+func offsetRecords(group string, todo []commitTarget, now time.Time) []kv {
+	records := make([]kv, 0, len(todo))
+	for i := range todo {
+		t := &todo[i]
+		t.value.commitTimestamp = now.UnixMilli()
+		records = append(records, kv{key: offsetKey(group, t.name, t.partitionID), value: offsetValue(t.value)})
+	}
+	return records
 }
 
 // checkCommitLocked is Kafka's commit check: the classic one, or for a

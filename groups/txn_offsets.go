@@ -76,12 +76,7 @@ func (t offsetTable) has(topic string, partition int32) bool {
 // The offsets are pending once their batch is committed to the log.
 func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	type target struct {
-		topic, partition int // indexes into resp
-		name             string
-		p                kmsg.TxnOffsetCommitRequestTopicPartition
-	}
-	var todo []target
+	var todo []commitTarget
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
 		st.Topic = rt.Topic
@@ -89,13 +84,13 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
-			switch {
-			case rt.Topic == "" || !ok || rp.Partition < 0 || rp.Partition >= info.Partitions:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.Metadata != nil && len(*rp.Metadata) > c.cfg.MaxMetadataSize:
-				sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
-				todo = append(todo, target{topic: len(resp.Topics), partition: len(st.Partitions), name: info.Name, p: rp})
+			sp.ErrorCode = c.checkCommitPartition(info, ok && rt.Topic != "", rp.Partition, rp.Metadata)
+			if sp.ErrorCode == 0 {
+				leaderEpoch := rp.LeaderEpoch
+				if req.Version < 2 {
+					leaderEpoch = -1
+				}
+				todo = append(todo, newCommitTarget(len(resp.Topics), len(st.Partitions), info.Name, rp.Partition, rp.Offset, leaderEpoch, rp.Metadata))
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -110,39 +105,20 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 	if len(todo) == 0 {
 		return resp
 	}
-	if req.Group == "" {
-		return setAll(kerr.InvalidGroupID.Code)
-	}
-	g, err := c.group(req.Group, req.Generation < 0)
-	if err != nil {
-		return setAll(errCode(err))
-	}
-	if g == nil {
-		return setAll(kerr.IllegalGeneration.Code)
+	g, code := c.commitGroup(req.Group, req.Generation)
+	if code != 0 {
+		return setAll(code)
 	}
 
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	g.mu.Lock()
-	code := g.checkTxnCommitLocked(req)
+	code = g.checkTxnCommitLocked(req)
 	g.mu.Unlock()
 	if code != 0 {
 		return setAll(code)
 	}
-	now := c.cfg.Now()
-	records := make([]kv, 0, len(todo))
-	values := make([]committedOffset, 0, len(todo))
-	for _, t := range todo {
-		o := committedOffset{offset: t.p.Offset, leaderEpoch: t.p.LeaderEpoch, commitTimestamp: now.UnixMilli()}
-		if req.Version < 2 {
-			o.leaderEpoch = -1
-		}
-		if t.p.Metadata != nil {
-			o.metadata = *t.p.Metadata
-		}
-		values = append(values, o)
-		records = append(records, kv{key: offsetKey(g.name, t.name, t.p.Partition), value: offsetValue(o)})
-	}
+	records := offsetRecords(g.name, todo, c.cfg.Now())
 	first, err := c.appendAt(ctx, g, records, batchProducer{id: req.ProducerID, epoch: req.ProducerEpoch})
 	if err != nil {
 		return setAll(txnAppendErrorCode(err))
@@ -154,8 +130,8 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 	}
 	pending := make(offsetTable)
 	for i, t := range todo {
-		values[i].recordOffset = first + int64(i)
-		pending.set(t.name, t.p.Partition, values[i])
+		t.value.recordOffset = first + int64(i)
+		pending.set(t.name, t.partitionID, t.value)
 	}
 	// A client that gave up waiting for this answer may have ended its
 	// transaction meanwhile: a marker after these records settles them
