@@ -23,13 +23,6 @@ import (
 
 func (b *Broker) handleJoinGroup(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.JoinGroupRequest)
-	clientID := ""
-	if r.Header.ClientID != nil {
-		clientID = *r.Header.ClientID
-	}
-	host := ""
-	if r.Conn != nil {
-		host = clientHost(r.Conn.Remote)
-	}
+	clientID, host := memberClient(r)
 	return b.groups.Join(ctx, req, clientID, host), nil
 }

@@ -26,13 +26,6 @@ import (
 
 func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
-	clientID := ""
-	if r.Header.ClientID != nil {
-		clientID = *r.Header.ClientID
-	}
-	host := ""
-	if r.Conn != nil {
-		host = clientHost(r.Conn.Remote)
-	}
+	clientID, host := memberClient(r)
 	return b.groups.ConsumerHeartbeat(ctx, req, clientID, host), nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/protocol"
 	"github.com/sluicedev/sluice/txn"
 )
 
@@ -208,6 +209,18 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// memberClient returns the client id and the host (as clientHost shows it)
+// of the connection r came on, which a group records for a joining member.
+func memberClient(r *protocol.Request) (clientID, host string) {
+	if r.Header.ClientID != nil {
+		clientID = *r.Header.ClientID
+	}
+	if r.Conn != nil {
+		host = clientHost(r.Conn.Remote)
+	}
+	return clientID, host
 }
 
 // clientHost is how Kafka shows a member's address: "/" and the IP.
