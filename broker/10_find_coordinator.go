@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/txn"
 )
 
 func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
@@ -58,9 +59,9 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 		case createErr != nil:
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case req.CoordinatorType == 1:
-			b.txnCoordinator(key, &c)
+			b.coordinatorFor(txnStateTopicName, key, txn.PartitionFor, &c)
 		default:
-			b.groupCoordinator(key, &c)
+			b.coordinatorFor(offsetsTopicName, key, groups.PartitionFor, &c)
 		}
 		if c.ErrorCode != 0 {
 			c.ErrorMessage = errorMessage(kerr.ErrorForCode(c.ErrorCode))
@@ -76,16 +77,19 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 	return resp, nil
 }
 
-// groupCoordinator fills c with the leader of group's __consumer_offsets
-// partition.
-func (b *Broker) groupCoordinator(group string, c *kmsg.FindCoordinatorResponseCoordinator) {
+// coordinatorFor fills c with the leader of key's partition of topic
+// (__consumer_offsets for a group, __transaction_state for a
+// transactional id), partitionFor choosing that partition from the
+// topic's partition count; COORDINATOR_NOT_AVAILABLE while the topic or
+// the partition's live leader is missing.
+func (b *Broker) coordinatorFor(topic, key string, partitionFor func(key string, partitions int32) int32, c *kmsg.FindCoordinatorResponseCoordinator) {
 	img := b.metadata()
-	t := img.Topics[offsetsTopicName]
+	t := img.Topics[topic]
 	if t == nil || len(t.Partitions) == 0 {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return
 	}
-	mp := t.Partitions[groups.PartitionFor(group, int32(len(t.Partitions)))]
+	mp := t.Partitions[partitionFor(key, int32(len(t.Partitions)))]
 	br := img.Brokers[mp.Leader]
 	if mp.Leader < 0 || br == nil || br.Fenced {
 		c.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -155,24 +155,6 @@ func (b *Broker) ensureTxnStateTopic(ctx context.Context) error {
 	return nil
 }
 
-// txnCoordinator fills c with the leader of transactionalID's
-// __transaction_state partition.
-func (b *Broker) txnCoordinator(transactionalID string, c *kmsg.FindCoordinatorResponseCoordinator) {
-	img := b.metadata()
-	t := img.Topics[txnStateTopicName]
-	if t == nil || len(t.Partitions) == 0 {
-		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return
-	}
-	mp := t.Partitions[txn.PartitionFor(transactionalID, int32(len(t.Partitions)))]
-	br := img.Brokers[mp.Leader]
-	if mp.Leader < 0 || br == nil || br.Fenced {
-		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return
-	}
-	c.NodeID, c.Host, c.Port = br.ID, br.Host, br.Port
-}
-
 // fencedForVersion is the producer-fenced code an older client
 // understands: PRODUCER_FENCED (KIP-588) only from firstVersion on,
 // INVALID_PRODUCER_EPOCH before.
