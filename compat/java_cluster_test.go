@@ -24,9 +24,7 @@ import (
 // row.
 
 func javaTopicsRF3Row() row {
-	r := javaRow("java-topics-rf3", 3*time.Minute, runJavaTopicsRF3)
-	r.nodes = 3
-	return r
+	return javaClusterRow("java-topics-rf3", 3*time.Minute, runJavaTopicsRF3)
 }
 
 // runJavaTopicsRF3 creates a 3-partition topic with replication factor 3
@@ -212,9 +210,7 @@ func checkAPIVersionsCluster(ctx context.Context, env *rowEnv) error {
 }
 
 func javaConsoleRF3Row() row {
-	r := javaRow("java-console-rf3", 3*time.Minute, runJavaConsoleRF3)
-	r.nodes = 3
-	return r
+	return javaClusterRow("java-console-rf3", 3*time.Minute, runJavaConsoleRF3)
 }
 
 // consoleRF3Count is how many records the acks=all round trip sends.

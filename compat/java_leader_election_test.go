@@ -22,15 +22,11 @@ import (
 // in-sync replicas are all down.
 
 func javaLeaderElectionRow() row {
-	r := javaRow("kafka-leader-election", 5*time.Minute, runJavaLeaderElection)
-	r.nodes = 3
-	return r
+	return javaClusterRow("kafka-leader-election", 5*time.Minute, runJavaLeaderElection)
 }
 
 func javaLeaderElectionUncleanRow() row {
-	r := javaRow("kafka-leader-election-unclean", 5*time.Minute, runJavaLeaderElectionUnclean)
-	r.nodes = 3
-	return r
+	return javaClusterRow("kafka-leader-election-unclean", 5*time.Minute, runJavaLeaderElectionUnclean)
 }
 
 // electionStoryPlacement is topic test's assignment: each node the

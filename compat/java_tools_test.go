@@ -48,6 +48,14 @@ func kafkaLibsDir() string {
 	return filepath.Join(cache, "sluice", "kafka-"+kafkaVersion, "libs")
 }
 
+// javaClusterRow is javaRow against a cluster of three sluice processes
+// (cluster_test.go).
+func javaClusterRow(name string, timeout time.Duration, run func(ctx context.Context, env *rowEnv) error) row {
+	r := javaRow(name, timeout, run)
+	r.nodes = 3
+	return r
+}
+
 // javaRow builds a row that runs Kafka's tools. Besides java on PATH it
 // needs the fetched jars; without them the row fails, naming the fix.
 func javaRow(name string, timeout time.Duration, run func(ctx context.Context, env *rowEnv) error) row {
