@@ -1,16 +1,13 @@
 package broker_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
 )
@@ -64,27 +61,4 @@ func TestDecommissionMovesReplicasOffBeforeLeaving(t *testing.T) {
 		}
 	}
 	t.Logf("%d records acknowledged while node 4's replicas moved off, all read back once", len(acked))
-}
-
-// createSpread creates topic with exactly the given replicas per partition.
-func createSpread(t *testing.T, cl *kgo.Client, topic string, assignment map[int32][]int32) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 10000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = topic
-	rt.NumPartitions, rt.ReplicationFactor = -1, -1
-	for p, replicas := range assignment {
-		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		ra.Partition, ra.Replicas = p, replicas
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
 }

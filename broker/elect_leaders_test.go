@@ -25,55 +25,18 @@ import (
 // broker the preferred replica of one partition, broker 1 of test-2.
 var storyPlacement = [][]int32{{2, 3, 1}, {3, 1, 2}, {1, 2, 3}}
 
-// createPlaced creates topic with partition i on replicas[i].
-func createPlaced(t *testing.T, cl *kgo.Client, topic string, replicas [][]int32, configs map[string]string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 10000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = topic
-	rt.NumPartitions, rt.ReplicationFactor = -1, -1
-	for i, rs := range replicas {
-		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		ra.Partition, ra.Replicas = int32(i), rs
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	}
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-}
-
 // partitionsOf is every partition's state of topic, by partition, as
 // Metadata reports it, with the replicas in assignment order.
 func partitionsOf(cl *kgo.Client, topic string) (map[int32]kmsg.MetadataResponseTopicPartition, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	mt, err := topicMetadata(cl, topic)
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.Topics) != 1 {
-		return nil, fmt.Errorf("metadata: %d topics", len(resp.Topics))
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+	if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
 		return nil, err
 	}
 	out := map[int32]kmsg.MetadataResponseTopicPartition{}
-	for _, p := range resp.Topics[0].Partitions {
+	for _, p := range mt.Partitions {
 		out[p.Partition] = p
 	}
 	return out, nil

@@ -37,21 +37,7 @@ func TestIdempotentRetryIsNotAppendedTwice(t *testing.T) {
 	createTopic(t, n, "idem", 1, nil)
 	cl := n.Client()
 	produce := func(batch []byte) (int64, int16) {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks = -1
-		req.TimeoutMillis = 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "idem", topicID(t, n, "idem")
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = batch
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(context.Background(), cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := resp.Topics[0].Partitions[0]
-		return p.BaseOffset, p.ErrorCode
+		return rawProduce(t, cl, "idem", topicID(t, n, "idem"), batch)
 	}
 	first, code := produce(idempotentBatch(7000, 0, 0, 3))
 	if code != 0 || first != 0 {

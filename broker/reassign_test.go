@@ -33,20 +33,11 @@ type placement struct {
 }
 
 func placementOf(cl *kgo.Client, topic string, partition int32) (placement, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	mt, err := topicMetadata(cl, topic)
 	if err != nil {
 		return placement{}, err
 	}
-	if len(resp.Topics) != 1 {
-		return placement{}, fmt.Errorf("metadata: %d topics", len(resp.Topics))
-	}
-	for _, p := range resp.Topics[0].Partitions {
+	for _, p := range mt.Partitions {
 		if p.Partition == partition {
 			isr := slices.Clone(p.ISR)
 			slices.Sort(isr)

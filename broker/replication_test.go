@@ -28,33 +28,6 @@ func clusterClient(c *sluicetest.Cluster, opts ...kgo.Opt) *kgo.Client {
 	return c.Client(append([]kgo.Opt{kgo.MetadataMinAge(50 * time.Millisecond), kgo.RecordDeliveryTimeout(15 * time.Second)}, opts...)...)
 }
 
-// createAssigned creates a one-partition topic on exactly the given
-// replicas (the first is the preferred leader) with the topic configs.
-func createAssigned(t *testing.T, cl *kgo.Client, topic string, replicas []int32, configs map[string]string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 10000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = topic
-	rt.NumPartitions, rt.ReplicationFactor = -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-}
-
 // partitionState is what Metadata reports for partition 0 of topic.
 type partitionState struct {
 	leader, epoch int32
@@ -62,20 +35,14 @@ type partitionState struct {
 }
 
 func metadataOf(cl *kgo.Client, topic string) (partitionState, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
+	mt, err := topicMetadata(cl, topic)
 	if err != nil {
 		return partitionState{}, err
 	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return partitionState{}, fmt.Errorf("metadata: %d topics", len(resp.Topics))
+	if len(mt.Partitions) != 1 {
+		return partitionState{}, fmt.Errorf("metadata: %d partitions", len(mt.Partitions))
 	}
-	p := resp.Topics[0].Partitions[0]
+	p := mt.Partitions[0]
 	isr := slices.Clone(p.ISR)
 	slices.Sort(isr)
 	return partitionState{leader: p.Leader, epoch: p.LeaderEpoch, isr: isr}, nil
