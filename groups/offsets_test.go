@@ -26,8 +26,14 @@ func (h *harness) commit(r *kmsg.OffsetCommitRequest) int16 {
 
 // fetched returns the committed offset of t/partition, v8 style.
 func (h *harness) fetched(partition int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+	return h.fetchOffset(partition, false)
+}
+
+// fetchOffset asks OffsetFetch v8 for t/partition of group g.
+func (h *harness) fetchOffset(partition int32, requireStable bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 	r := kmsg.NewPtrOffsetFetchRequest()
 	r.Version = 8
+	r.RequireStable = requireStable
 	r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{partition}}}}}
 	return h.c.FetchOffsets(r).Groups[0].Topics[0].Partitions[0]
 }

@@ -29,11 +29,7 @@ func (h *harness) txnCommit(r *kmsg.TxnOffsetCommitRequest) int16 {
 
 // stableFetched is fetched with RequireStable.
 func (h *harness) stableFetched(partition int32) kmsg.OffsetFetchResponseGroupTopicPartition {
-	r := kmsg.NewPtrOffsetFetchRequest()
-	r.Version = 8
-	r.RequireStable = true
-	r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{partition}}}}}
-	return h.c.FetchOffsets(r).Groups[0].Topics[0].Partitions[0]
+	return h.fetchOffset(partition, true)
 }
 
 // marker appends producerID's COMMIT or ABORT control batch to partition
