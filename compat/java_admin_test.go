@@ -113,6 +113,18 @@ type topicDescription struct {
 	partitions []map[string]string
 }
 
+// describeTopics runs kafka-topics.sh --describe --topic topic against
+// bootstrap and returns the topics it described, and its output for error
+// messages.
+func describeTopics(ctx context.Context, env *rowEnv, bootstrap, topic string) (map[string]*topicDescription, string, error) {
+	out, err := kafkaTool(ctx, env, nil, "kafka-topics.sh", "--bootstrap-server", bootstrap, "--describe", "--topic", topic)
+	if err != nil {
+		return nil, out, err
+	}
+	topics, err := parseTopicDescribe(out)
+	return topics, out, err
+}
+
 // parseTopicDescribe parses "Topic: t\tTopicId: ...\tPartitionCount: 3..."
 // followed by "\tTopic: t\tPartition: 0\tLeader: 1\t..." lines.
 func parseTopicDescribe(out string) (map[string]*topicDescription, error) {
@@ -214,11 +226,7 @@ func runJavaTopics(ctx context.Context, env *rowEnv) error {
 	}
 
 	describe := func(partitions int) error {
-		out, err := kafkaTool(ctx, env, nil, "kafka-topics.sh", "--bootstrap-server", addr, "--describe", "--topic", topic)
-		if err != nil {
-			return err
-		}
-		topics, err := parseTopicDescribe(out)
+		topics, out, err := describeTopics(ctx, env, addr, topic)
 		if err != nil {
 			return err
 		}

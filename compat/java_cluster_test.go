@@ -100,12 +100,7 @@ func runJavaTopicsRF3(ctx context.Context, env *rowEnv) error {
 		}
 	}
 
-	out, err = kafkaTool(ctx, env, nil, "kafka-topics.sh", "--bootstrap-server", env.nodes[1].addr,
-		"--describe", "--topic", topic)
-	if err != nil {
-		return err
-	}
-	topics, err := parseTopicDescribe(out)
+	topics, out, err := describeTopics(ctx, env, env.nodes[1].addr, topic)
 	if err != nil {
 		return err
 	}

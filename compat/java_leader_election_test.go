@@ -355,12 +355,7 @@ func wantElectionLine(out, prefix string, partitions ...string) error {
 // the listed partitions (partition → node id) and that each is its
 // partition's preferred replica, the first of Replicas.
 func describeLeaders(ctx context.Context, env *rowEnv, topic string, want map[string]string) error {
-	out, err := kafkaTool(ctx, env, nil, "kafka-topics.sh", "--bootstrap-server", strings.Join(env.bootstrap, ","),
-		"--describe", "--topic", topic)
-	if err != nil {
-		return err
-	}
-	topics, err := parseTopicDescribe(out)
+	topics, out, err := describeTopics(ctx, env, strings.Join(env.bootstrap, ","), topic)
 	if err != nil {
 		return err
 	}

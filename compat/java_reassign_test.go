@@ -410,11 +410,7 @@ func checkPlacementOnly(ctx context.Context, env *rowEnv, topic string, id int32
 // each partition's Replicas, Isr and Leader are its target broker.
 func describeShowsPlan(ctx context.Context, env *rowEnv, plan reassignPlan) error {
 	topic := plan.Partitions[0].Topic
-	out, err := kafkaTool(ctx, env, nil, "kafka-topics.sh", "--bootstrap-server", env.nodes[1].addr, "--describe", "--topic", topic)
-	if err != nil {
-		return err
-	}
-	topics, err := parseTopicDescribe(out)
+	topics, out, err := describeTopics(ctx, env, env.nodes[1].addr, topic)
 	if err != nil {
 		return err
 	}
