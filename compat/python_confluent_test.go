@@ -58,49 +58,78 @@ type pythonResult struct {
 }
 
 func runPythonConfluent(ctx context.Context, env *rowEnv) error {
-	python := pythonInterpreter()
-	// A missing module is a setup failure; say so plainly rather than
-	// as a traceback.
-	probe := exec.CommandContext(ctx, python, "-c", "import confluent_kafka")
-	if out, err := probe.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v: %s",
-			python, err, lastLine(string(out)))
+	if err := requireConfluentKafka(ctx); err != nil {
+		return err
 	}
-
-	script := filepath.Join(env.root, "compat", "python", "confluent_check.py")
-	cmd := exec.CommandContext(ctx, python, script,
+	stdout, stderr, runErr := runPythonScript(ctx, env, "python.log", "confluent_check.py", "confluent_check.py",
 		"--bootstrap", env.broker.addr,
 		"--broker-id", strconv.Itoa(kcatBrokerID),
 		"--topic", pythonTopic,
 		"--partitions", strconv.Itoa(pythonPartitions),
 		"--records", strconv.Itoa(pythonRecords))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	logPath := filepath.Join(env.dir, "python.log")
-	_ = os.WriteFile(logPath, append(append(stdout.Bytes(), "--- stderr\n"...), stderr.Bytes()...), 0o644)
-	env.t.Logf("confluent_check.py output in %s; last line: %s", logPath, lastLine(stdout.String()))
-	return checkPythonOutput(stdout.String(), stderr.String(), runErr)
+	return checkPythonOutput(stdout, stderr, runErr)
 }
 
-// checkPythonOutput turns the script's output into the row's verdict: its
-// first FAIL line, else the last line of a traceback, else the RESULT line
-// checked against what was asked for.
-func checkPythonOutput(stdout, stderr string, runErr error) error {
+// requireConfluentKafka returns an error naming the package to install
+// when pythonInterpreter cannot import confluent_kafka: a missing module is
+// a setup failure, said plainly rather than as a traceback.
+func requireConfluentKafka(ctx context.Context) error {
+	python := pythonInterpreter()
+	probe := exec.CommandContext(ctx, python, "-c", "import confluent_kafka")
+	if out, err := probe.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v: %s",
+			python, err, lastLine(string(out)))
+	}
+	return nil
+}
+
+// runPythonScript runs compat/python/script with args under
+// pythonInterpreter, writes its stdout and stderr to logName in the row's
+// directory, logs how it went under the name what, and returns its output
+// and the run's error.
+func runPythonScript(ctx context.Context, env *rowEnv, logName, what, script string, args ...string) (stdout, stderr string, runErr error) {
+	env.t.Helper()
+	path := filepath.Join(env.root, "compat", "python", script)
+	cmd := exec.CommandContext(ctx, pythonInterpreter(), append([]string{path}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	runErr = cmd.Run()
+	logPath := filepath.Join(env.dir, logName)
+	_ = os.WriteFile(logPath, append(append(out.Bytes(), "--- stderr\n"...), errOut.Bytes()...), 0o644)
+	env.t.Logf("%s: %.1fs (%s); last line: %s", what, time.Since(start).Seconds(), logPath, lastLine(out.String()))
+	return out.String(), errOut.String(), runErr
+}
+
+// pythonResultLine returns the JSON of a check script's RESULT line, or
+// its first FAIL line (reported as failWho's), its failure to run (as
+// what's) or the lack of a RESULT line as an error.
+func pythonResultLine(stdout, stderr string, runErr error, failWho, what string) (string, error) {
 	var result string
 	for _, line := range strings.Split(stdout, "\n") {
 		if rest, ok := strings.CutPrefix(line, "FAIL: "); ok {
-			return fmt.Errorf("confluent-kafka: %s\n%s", rest, lastLines(stderr, 10))
+			return "", fmt.Errorf("%s: %s\n%s", failWho, rest, lastLines(stderr, 10))
 		}
 		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
 			result = rest
 		}
 	}
 	if runErr != nil {
-		return fmt.Errorf("confluent_check.py: %v: %s\n%s", runErr, lastLine(stderr), lastLines(stderr, 20))
+		return "", fmt.Errorf("%s: %v: %s\n%s", what, runErr, lastLine(stderr), lastLines(stderr, 20))
 	}
 	if result == "" {
-		return errors.New("confluent_check.py exited 0 without a RESULT line")
+		return "", errors.New(what + " exited 0 without a RESULT line")
+	}
+	return result, nil
+}
+
+// checkPythonOutput turns the script's output into the row's verdict: its
+// first FAIL line, else the last line of a traceback, else the RESULT line
+// checked against what was asked for.
+func checkPythonOutput(stdout, stderr string, runErr error) error {
+	result, err := pythonResultLine(stdout, stderr, runErr, "confluent-kafka", "confluent_check.py")
+	if err != nil {
+		return err
 	}
 	var res pythonResult
 	if err := json.Unmarshal([]byte(result), &res); err != nil {

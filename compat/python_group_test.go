@@ -1,15 +1,10 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -52,11 +47,8 @@ type pythonGroupResult struct {
 }
 
 func runPythonGroup(ctx context.Context, env *rowEnv) error {
-	python := pythonInterpreter()
-	probe := exec.CommandContext(ctx, python, "-c", "import confluent_kafka")
-	if out, err := probe.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s cannot import confluent_kafka (apt-get install python3-confluent-kafka): %v: %s",
-			python, err, lastLine(string(out)))
+	if err := requireConfluentKafka(ctx); err != nil {
+		return err
 	}
 	cl, adm, err := newAdmin(env)
 	if err != nil {
@@ -110,32 +102,13 @@ func runPythonGroup(ctx context.Context, env *rowEnv) error {
 // runGroupCheck runs one phase of group_check.py and returns its RESULT.
 func runGroupCheck(ctx context.Context, env *rowEnv, phase, commits string) (pythonGroupResult, error) {
 	var res pythonGroupResult
-	script := filepath.Join(env.root, "compat", "python", "group_check.py")
-	cmd := exec.CommandContext(ctx, pythonInterpreter(), script, "--phase", phase,
+	what := "group_check.py --phase " + phase
+	stdout, stderr, runErr := runPythonScript(ctx, env, "python-"+phase+".log", what, "group_check.py", "--phase", phase,
 		"--bootstrap", env.broker.addr, "--topic", pythonGroupTopic, "--group", pythonGroupName,
 		"--per-partition", strconv.Itoa(pythonGroupPerPartition), "--commit", commits)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	runErr := cmd.Run()
-	logPath := filepath.Join(env.dir, "python-"+phase+".log")
-	_ = os.WriteFile(logPath, append(append(stdout.Bytes(), "--- stderr\n"...), stderr.Bytes()...), 0o644)
-	env.t.Logf("group_check.py --phase %s: %.1fs (%s); last line: %s", phase, time.Since(start).Seconds(), logPath, lastLine(stdout.String()))
-
-	var result string
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		if rest, ok := strings.CutPrefix(line, "FAIL: "); ok {
-			return res, fmt.Errorf("confluent-kafka group %s run: %s\n%s", phase, rest, lastLines(stderr.String(), 10))
-		}
-		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
-			result = rest
-		}
-	}
-	if runErr != nil {
-		return res, fmt.Errorf("group_check.py --phase %s: %v: %s\n%s", phase, runErr, lastLine(stderr.String()), lastLines(stderr.String(), 20))
-	}
-	if result == "" {
-		return res, errors.New("group_check.py --phase " + phase + " exited 0 without a RESULT line")
+	result, err := pythonResultLine(stdout, stderr, runErr, "confluent-kafka group "+phase+" run", what)
+	if err != nil {
+		return res, err
 	}
 	if err := json.Unmarshal([]byte(result), &res); err != nil {
 		return res, fmt.Errorf("group_check.py RESULT line: %v: %q", err, result)
