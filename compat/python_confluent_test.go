@@ -91,6 +91,9 @@ func runPythonScript(ctx context.Context, env *rowEnv, logName, what, script str
 	env.t.Helper()
 	path := filepath.Join(env.root, "compat", "python", script)
 	cmd := exec.CommandContext(ctx, pythonInterpreter(), append([]string{path}, args...)...)
+	// The scripts import checks.py from their directory; leave no
+	// __pycache__ there.
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()

@@ -27,7 +27,6 @@ success the last line is "RESULT " and a JSON object the Go row checks.
 
 import argparse
 import json
-import sys
 import time
 
 import confluent_kafka
@@ -35,21 +34,13 @@ from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer,
                              TopicPartition)
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
+from checks import TIMEOUT, CheckFailed, check, run, wait_for
+
 # Every distinct key goes to one partition; enough keys that every
 # partition gets some.
 KEYS = 97
 # The topic config set at creation and checked by describe_configs.
 RETENTION_MS = "3600000"
-TIMEOUT = 30.0
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise CheckFailed(msg)
 
 
 def record(i, base_ts):
@@ -57,20 +48,6 @@ def record(i, base_ts):
     value = b"value-%06d" % i
     headers = [("seq", str(i).encode()), ("origin", b"compat-python"), ("empty", b"")]
     return key, value, headers, base_ts + i
-
-
-def wait_for(what, fn, timeout=TIMEOUT):
-    """Calls fn until it returns None (done) or timeout; fn returns the
-    reason it is not done yet, or raises CheckFailed for a definite wrong
-    answer."""
-    deadline = time.monotonic() + timeout
-    while True:
-        reason = fn()
-        if reason is None:
-            return
-        if time.monotonic() > deadline:
-            raise CheckFailed("%s: still %s after %.0fs" % (what, reason, timeout))
-        time.sleep(0.1)
 
 
 def check_metadata(admin, args):
@@ -377,11 +354,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except CheckFailed as e:
-        print("FAIL: %s" % e, flush=True)
-        sys.exit(1)
-    except KafkaException as e:
-        print("FAIL: unexpected client error: %s" % e, flush=True)
-        sys.exit(1)
+    run(main)

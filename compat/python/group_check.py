@@ -35,40 +35,17 @@ success the last line is "RESULT " and a JSON object the Go row checks.
 
 import argparse
 import json
-import sys
 import time
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-TIMEOUT = 30.0
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise CheckFailed(msg)
+from checks import TIMEOUT, CheckFailed, check, run, wait_for
 
 
 def value(p, o):
     return b"pg-%d-%d" % (p, o)
-
-
-def wait_for(what, fn, timeout=TIMEOUT):
-    """Calls fn until it returns None (done) or timeout; fn returns the
-    reason it is not done yet."""
-    deadline = time.monotonic() + timeout
-    while True:
-        reason = fn()
-        if reason is None:
-            return
-        if time.monotonic() > deadline:
-            raise CheckFailed("%s: still %s after %.0fs" % (what, reason, timeout))
-        time.sleep(0.1)
 
 
 def create_and_produce(args, partitions):
@@ -243,11 +220,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except CheckFailed as e:
-        print("FAIL: %s" % e, flush=True)
-        sys.exit(1)
-    except KafkaException as e:
-        print("FAIL: unexpected client error: %s" % e, flush=True)
-        sys.exit(1)
+    run(main)
