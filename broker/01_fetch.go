@@ -108,7 +108,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 			// Kafka sends empty, not null, record bytes; librdkafka
 			// rejects a null set.
 			sp.RecordBatches = []byte{}
-			p, err := b.fetchPartition(topic, byID, req, replicaID, rp, &sp, budget-total, total == 0)
+			changed, err := b.fetchPartition(topic, byID, req, replicaID, rp, &sp, budget-total, total == 0)
 			if err != nil {
 				hasErr = true
 				sp.ErrorCode = errorCode(err)
@@ -122,12 +122,8 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 					}
 				}
 			}
-			if p != nil {
-				if replicaID >= 0 {
-					watches = append(watches, p.watchAppended())
-				} else {
-					watches = append(watches, p.watch())
-				}
+			if changed != nil {
+				watches = append(watches, changed)
 			}
 			total += len(sp.RecordBatches)
 			st.Partitions = append(st.Partitions, sp)
@@ -137,9 +133,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 	return resp, total, hasErr, watches
 }
 
-// fetchPartition reads one partition into sp. It returns the replica (for
-// waiting on it) and the partition's error.
-func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (*partition, error) {
+// fetchPartition reads one partition into sp. It returns the channel that
+// signals the partition's next change — taken before anything is read, so a
+// change between the read and the wait is not missed — and the partition's
+// error.
+func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (<-chan struct{}, error) {
 	if topic == nil {
 		if byID {
 			return nil, kerr.UnknownTopicID
@@ -157,6 +155,12 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	if replicaID >= 0 && !p.isReplica(replicaID) {
 		return nil, kerr.NotLeaderForPartition
 	}
+	var changed <-chan struct{}
+	if replicaID >= 0 {
+		changed = p.watchAppended()
+	} else {
+		changed = p.watch()
+	}
 	hw := p.highWatermark()
 	sp.HighWatermark = hw
 	sp.LastStableOffset = min(p.lastStableOffset(), hw)
@@ -171,7 +175,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		if divEpoch != rp.LastFetchedEpoch || divEnd < rp.FetchOffset {
 			sp.DivergingEpoch.Epoch = divEpoch
 			sp.DivergingEpoch.EndOffset = divEnd
-			return p, nil
+			return changed, nil
 		}
 	}
 
@@ -193,7 +197,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		sp.LastStableOffset = min(p.lastStableOffset(), sp.HighWatermark)
 		maxOffset = p.log.LogEndOffset()
 		if throttled = b.leaderThrottled(topic, p, replicaID); throttled && b.throttle.leader.Exceeded(b.now()) {
-			return p, nil // no records until the replication throttle allows
+			return changed, nil // no records until the replication throttle allows
 		}
 	}
 	limit := int(rp.PartitionMaxBytes)
@@ -206,9 +210,9 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	res, err := p.log.Read(rp.FetchOffset, int32(limit), maxOffset, first)
 	if err != nil {
 		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
-			return p, kerr.OffsetOutOfRange
+			return changed, kerr.OffsetOutOfRange
 		}
-		return p, err
+		return changed, err
 	}
 	if len(res.Data) > 0 {
 		sp.RecordBatches = res.Data
@@ -218,7 +222,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		if committed {
 			upper, err := nextOffsetAfter(res.Data)
 			if err != nil {
-				return p, err
+				return changed, err
 			}
 			for _, a := range p.log.AbortedTxns(rp.FetchOffset, upper) {
 				sp.AbortedTransactions = append(sp.AbortedTransactions,
@@ -226,5 +230,5 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 			}
 		}
 	}
-	return p, nil
+	return changed, nil
 }
