@@ -6,7 +6,9 @@
 //
 //	go run ./bench -brokers 127.0.0.1:9092 -records 1000000 -size 1024 -partitions 6 -acks all
 //
-// It is a measuring tool, not a test: nothing asserts a time.
+// It is a measuring tool, not a test: nothing asserts a time. To compare
+// sluice with Apache Kafka on issue 8's workloads, clusters and all, use
+// the harness in bench/harness (go run ./bench/harness).
 package main
 
 import (

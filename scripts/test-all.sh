@@ -3,9 +3,10 @@
 #
 # Installs what is missing (kcat through apt, Kafka's tool jars through
 # Maven, Go modules), then runs, timing each step: gofmt, go vet, go test
-# ./..., a short fuzz of the protocol decoder, and the compat rows (compat/:
+# ./..., a short fuzz of the protocol decoder, the compat rows (compat/:
 # franz-go's kgo suite, kcat, Kafka's Java tools and other clients against a
-# freshly built ./cmd/sluice). Every step runs even after one
+# freshly built ./cmd/sluice), and a -quick run of the performance harness
+# (bench/harness) against sluice and Kafka. Every step runs even after one
 # fails; the exit status is non-zero if any failed.
 #
 # Environment:
@@ -15,8 +16,9 @@
 #                        default: the kgo suite is a good concurrent workload,
 #                        and a data race the detector reports fails the row)
 #   SLUICE_FUZZTIME=20s  how long to fuzz FuzzServe
-#   SLUICE_SKIP_COMPAT=1 leave out the compat rows (a quick local check only;
-#                        CI never sets it)
+#   SLUICE_SKIP_COMPAT=1 leave out the compat rows and the bench smoke run (a
+#                        quick local check only; CI never sets it)
+#   SLUICE_BENCH_SYSTEMS systems of the bench smoke run (default kafka,sluice)
 #   SLUICE_COMPAT_LOGDIR where compat keeps broker and client logs
 #                        (default: a fresh directory under /tmp)
 set -uo pipefail
@@ -109,8 +111,9 @@ check_gofmt() {
 go_test_all() {
 	local race=()
 	[ "${SLUICE_RACE:-}" = 1 ] && race=(-race)
-	# The compat rows run in their own step; make sure they stay skipped here.
-	env -u SLUICE_COMPAT go test "${race[@]}" -timeout 20m ./...
+	# The compat rows and the bench smoke run have their own steps; make sure
+	# they stay skipped here.
+	env -u SLUICE_COMPAT -u SLUICE_BENCH_SMOKE go test "${race[@]}" -timeout 20m ./...
 }
 
 fuzz_serve() {
@@ -123,6 +126,14 @@ fuzz_serve() {
 	# A failing input is saved under protocol/testdata/fuzz/FuzzServe/;
 	# commit it with the fix so that plain go test replays it.
 	go test -run '^$' -fuzz '^FuzzServe$' -fuzztime "${SLUICE_FUZZTIME:-20s}" ./protocol/
+}
+
+bench_smoke() {
+	# The performance harness (bench/harness) in -quick mode against a
+	# three-node sluice cluster and a three-node Kafka cluster: it asserts
+	# only that every workload produced a number, never a time.
+	SLUICE_BENCH_SMOKE=1 SLUICE_BENCH_SYSTEMS=${SLUICE_BENCH_SYSTEMS:-kafka,sluice} \
+		go test -count=1 -v -timeout 10m -run '^TestSmoke$' ./bench/harness/
 }
 
 compat_rows() {
@@ -142,9 +153,10 @@ step test go_test_all
 step fuzz fuzz_serve
 if [ "${SLUICE_SKIP_COMPAT:-}" = 1 ]; then
 	echo
-	echo "==> compat: left out (SLUICE_SKIP_COMPAT=1)"
+	echo "==> compat, bench: left out (SLUICE_SKIP_COMPAT=1)"
 else
 	step compat compat_rows
+	step bench bench_smoke
 fi
 
 echo

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSmoke runs the harness in -quick mode and checks that every workload
+// produced a number on every system that ran; it asserts no time. It is
+// skipped unless SLUICE_BENCH_SMOKE=1 (scripts/test-all.sh sets it), since
+// it starts real clusters. SLUICE_BENCH_SYSTEMS picks the systems (default
+// kafka,sluice: about a minute and a half on 2 cores, most of it Kafka's
+// JVMs starting, which keeps the Kafka half of the harness from rotting).
+func TestSmoke(t *testing.T) {
+	if os.Getenv("SLUICE_BENCH_SMOKE") != "1" {
+		t.Skip("set SLUICE_BENCH_SMOKE=1 to run the harness's quick mode against real brokers")
+	}
+	systems := os.Getenv("SLUICE_BENCH_SYSTEMS")
+	if systems == "" {
+		systems = "kafka,sluice"
+	}
+	chart := filepath.Join(t.TempDir(), "chart.png")
+	cfg, err := parseFlags([]string{"-quick", "-systems", systems, "-chart", chart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	res, err := run(ctx, cfg, &log)
+	t.Logf("harness log:\n%s", log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	res.writeTable(&table, cfg.workloads, cfg.scalePartitions)
+	t.Logf("table:\n%s", table.String())
+	for _, e := range res.errs {
+		t.Errorf("failed: %s", e)
+	}
+	for _, sys := range cfg.systems {
+		for _, m := range metrics {
+			if _, ok := res.get(m.key, sys); !ok {
+				t.Errorf("%s: no figure for %q", sys, m.key)
+			}
+		}
+	}
+	if len(cfg.systems) == 2 {
+		if err := writeChart(chart, res, cfg.workloads, cfg.scalePartitions); err != nil {
+			t.Errorf("chart: %v", err)
+		}
+	}
+}
+
+// TestChart draws a chart from made-up figures, with a missing one and
+// ratios on both sides of 1, and checks that the file is a PNG.
+// SLUICE_BENCH_CHART=file.png keeps it there, to look at.
+func TestChart(t *testing.T) {
+	res := newResults()
+	ran := map[string]bool{}
+	for i, m := range metrics {
+		ran[m.workload] = true
+		if m.key == "scale_isr_s" {
+			continue // drawn as "no data"
+		}
+		res.set(m.key, "kafka", 100)
+		res.set(m.key, "sluice", 100*float64(i+1)/5)
+	}
+	path := os.Getenv("SLUICE_BENCH_CHART")
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "chart.png")
+	}
+	if err := writeChart(path, res, ran, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 300 {
+		t.Errorf("chart is %v, want a readable size", b)
+	}
+	var table strings.Builder
+	res.writeTable(&table, ran, 10_000)
+	if !strings.Contains(table.String(), "| 1 producer throughput") || !strings.Contains(table.String(), "—") {
+		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// TestPercentile checks nearest-rank percentiles on a small sample.
+func TestPercentile(t *testing.T) {
+	var s []time.Duration
+	for i := 1; i <= 1000; i++ {
+		s = append(s, time.Duration(i))
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500}, {0.99, 990}, {0.999, 999}, {1, 1000}} {
+		if got := percentile(s, tc.q); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := median([]time.Duration{3, 1, 2, 10}); got != 2 {
+		t.Errorf("median = %v, want 2", got)
+	}
+}

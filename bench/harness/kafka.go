@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// kafkaSystem starts Apache Kafka 4.1.1 brokers in KRaft mode from the
+// jars compat/kafkatools/fetch.sh keeps in ~/.cache/sluice, through
+// compat/bin/kafka-server-start.sh, which gives them Kafka's stock server
+// JVM settings (KAFKA_HEAP_OPTS -Xmx1G -Xms1G, G1 with its pause target).
+// Every node is a combined broker and controller (process.roles =
+// broker,controller) and a voter of the static quorum
+// (controller.quorum.voters); its log dir is formatted with
+// kafka-storage.sh format and a fresh cluster id before it starts.
+// Everything else is Kafka's defaults, not the development settings of
+// Kafka's sample server.properties.
+type kafkaSystem struct {
+	root string // the sluice repository, for compat/bin/
+}
+
+func (k *kafkaSystem) name() string { return "kafka" }
+
+// script returns the path of one of compat/bin's launchers.
+func (k *kafkaSystem) script(name string) string {
+	return filepath.Join(k.root, "compat", "bin", name)
+}
+
+// kafkaNode is one node's place in a cluster: its ports and properties.
+type kafkaNode struct {
+	id               int32
+	client, ctrlPort int
+}
+
+// properties returns node's server.properties.
+func (kn kafkaNode) properties(voters, logDir string) string {
+	return strings.Join([]string{
+		"process.roles=broker,controller",
+		fmt.Sprintf("node.id=%d", kn.id),
+		"controller.quorum.voters=" + voters,
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", kn.client, kn.ctrlPort),
+		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", kn.client),
+		"controller.listener.names=CONTROLLER",
+		"inter.broker.listener.name=PLAINTEXT",
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"log.dirs=" + logDir,
+	}, "\n") + "\n"
+}
+
+// prepare writes the node's server.properties under nodeDir, formats its log
+// dir for clusterID and returns the node, not yet started.
+func (k *kafkaSystem) prepare(ctx context.Context, nodeDir, clusterID, voters string, kn kafkaNode) (*node, error) {
+	logDir := filepath.Join(nodeDir, "data")
+	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+		return nil, err
+	}
+	propsPath := filepath.Join(nodeDir, "server.properties")
+	if err := os.WriteFile(propsPath, []byte(kn.properties(voters, logDir)), 0o644); err != nil {
+		return nil, err
+	}
+	format := exec.CommandContext(ctx, k.script("kafka-storage.sh"), "format", "-t", clusterID, "-c", propsPath)
+	if out, err := format.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("kafka-storage.sh format for node %d: %w\n%s", kn.id, err, out)
+	}
+	nd := &node{id: kn.id, addr: fmt.Sprintf("127.0.0.1:%d", kn.client)}
+	nd.spawn = func() (*proc, error) {
+		return spawn(k.script("kafka-server-start.sh"), []string{propsPath}, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
+	}
+	return nd, nil
+}
+
+// layout picks ports for n nodes and returns them with the quorum's
+// controller.quorum.voters value.
+func kafkaLayout(n int) ([]kafkaNode, string, error) {
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return nil, "", err
+	}
+	var nodes []kafkaNode
+	var voters []string
+	for i := range n {
+		kn := kafkaNode{id: int32(i + 1), client: ports[2*i], ctrlPort: ports[2*i+1]}
+		nodes = append(nodes, kn)
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", kn.id, kn.ctrlPort))
+	}
+	return nodes, strings.Join(voters, ","), nil
+}
+
+// newClusterID returns a random cluster id as kafka-storage.sh random-uuid
+// prints one: 16 random bytes, URL-safe base64 without padding, and, as
+// Kafka's Uuid.randomUuid ensures, not starting with '-' (the tool would
+// take it for an option).
+func newClusterID() string {
+	for {
+		var b [16]byte
+		rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
+}
+
+func (k *kafkaSystem) startCluster(ctx context.Context, dir string, n int) (*cluster, error) {
+	layout, voters, err := kafkaLayout(n)
+	if err != nil {
+		return nil, err
+	}
+	clusterID := newClusterID()
+	c := &cluster{nodes: make([]*node, n)}
+	// Formatting is a JVM start each; do the nodes side by side.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, kn := range layout {
+		wg.Go(func() {
+			c.nodes[i], errs[i] = k.prepare(ctx, filepath.Join(dir, fmt.Sprintf("node-%d", kn.id)), clusterID, voters, kn)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, nd := range c.nodes {
+		if err := nd.restart(); err != nil {
+			c.stop(10 * time.Second)
+			return nil, err
+		}
+	}
+	if err := c.waitFormed(ctx, 3*time.Minute); err != nil {
+		c.stop(30 * time.Second)
+		return nil, fmt.Errorf("kafka cluster did not form: %w", err)
+	}
+	return c, nil
+}
+
+func (k *kafkaSystem) startSingle(ctx context.Context, dir string) (*node, error) {
+	layout, voters, err := kafkaLayout(1)
+	if err != nil {
+		return nil, err
+	}
+	nd, err := k.prepare(ctx, dir, newClusterID(), voters, layout[0])
+	if err != nil {
+		return nil, err
+	}
+	return nd, nd.restart()
+}

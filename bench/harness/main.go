@@ -1,0 +1,272 @@
+// Command harness measures sluice side by side with Apache Kafka on the same
+// machine, as issue 8 asks: it builds ./cmd/sluice, starts a three-node
+// sluice cluster (processes on loopback, three raft voters, fresh data
+// dirs), runs the workloads against it and stops it; then does the same
+// with a three-node Apache Kafka 4.1.1 cluster in KRaft mode (combined
+// broker+controller nodes, Kafka's stock JVM settings, from the jars
+// compat/kafkatools/fetch.sh fetches). One system runs at a time, and the
+// same franz-go client drives both. It prints a Markdown table — workload,
+// Kafka, sluice, sluice / Kafka, the issue's goal — and draws the ratios
+// as a PNG chart.
+//
+//	go run ./bench/harness                     # everything, both systems (~15 min on 2 cores)
+//	go run ./bench/harness -quick              # a smoke run of everything (~1.5 min, most of it Kafka's JVMs)
+//	go run ./bench/harness -systems sluice -workloads produce -sluice-cpu-profile /tmp/prof
+//
+// Kafka runs first: workload 2 loads both systems at half of the producer
+// throughput Kafka reached in workload 1 (without Kafka in the run it uses
+// -rate, or half of the system's own throughput).
+//
+// The workloads (-workloads picks some; the rows of the table):
+//
+//	memory    7: each broker's RSS (VmRSS) once the cluster is idle, and its
+//	          peak (VmHWM) after workload 1; the table shows the largest node.
+//	produce   1: producer throughput, acks=all, RF 3, min.insync.replicas=2,
+//	          12 partitions, 1 KiB random values, for -produce-time after
+//	          -warmup of the same load untimed (a JVM compiles its hot
+//	          paths first; sluice gets the same).
+//	latency   2: produce latency p50 / p99 / p99.9 at a fixed rate, each
+//	          record timed from its intended send time, so a stall counts
+//	          for every record it delays (no coordinated omission).
+//	consume   3: consumer throughput reading the produce topic (topped up
+//	          to -consume-mib) from the beginning.
+//	e2e       4: end-to-end latency, one record in flight: produce (acks=all)
+//	          and wait until a consumer sees it, then the next.
+//	failover  5: kill -9 of partition 0's leader to the next acknowledged
+//	          produce, median of -failover-runs; the node is restarted and
+//	          every ISR is full again before the next run.
+//	scale     8: -scale-partitions partitions at RF 3 (topics of 1,000): time
+//	          to create them (until every node shows every ISR full), the
+//	          cluster's CPU while idle over -idle-window, and the time from
+//	          a node's restart (after a clean stop) until every ISR is full.
+//	coldstart 6: one node with an empty data dir: process start to the first
+//	          acknowledged produce (topic creation included), median of
+//	          -coldstart-runs. Kafka's kafka-storage.sh format runs before
+//	          its process starts and is not counted.
+//
+// Latency percentiles are exact: every sample is kept and sorted (a few
+// hundred thousand durations), so no histogram library is needed.
+//
+// The chart is drawn with gonum.org/v1/plot, a maintained plotting library
+// from the Go module proxy; it is a dependency of this command only, not of
+// the broker. Drawing labelled axes, a log scale and a legend by hand with
+// image/png would be several hundred lines of code that is no part of
+// sluice's job.
+//
+// This is a measuring tool: its smoke test (harness_test.go) asserts only
+// that every workload produced a number, never a time. On a shared machine
+// the figures move with whatever else runs; compare ratios from one run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is what the flags set.
+type config struct {
+	systems         []string
+	workloads       map[string]bool
+	quick           bool
+	recordSize      int
+	warmup          time.Duration
+	produceTime     time.Duration
+	latencyTime     time.Duration
+	rate            float64 // records/s for workload 2; 0: half of Kafka's max
+	consumeMiB      int64
+	e2eRecords      int
+	failoverRuns    int
+	coldStartRuns   int
+	scalePartitions int
+	idleWindow      time.Duration
+	settle          time.Duration
+	workDir         string
+	keep            bool
+	chartPath       string
+	sluiceBin       string
+	cpuProfileDir   string
+}
+
+// quickValues replace the defaults of the flags a -quick run does not set.
+var quickValues = map[string]string{
+	"warmup":           "1s",
+	"produce-time":     "1s",
+	"latency-time":     "2s",
+	"consume-mib":      "96",
+	"e2e-records":      "100",
+	"failover-runs":    "1",
+	"coldstart-runs":   "1",
+	"scale-partitions": "300",
+	"idle-window":      "3s",
+	"settle":           "1s",
+}
+
+func parseFlags(args []string) (*config, error) {
+	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
+	cfg := &config{}
+	systems := fs.String("systems", "kafka,sluice", "systems to run, in this order: kafka, sluice or both")
+	workloads := fs.String("workloads", "all", "workloads to run: all or a comma list of "+strings.Join(workloadNames, ", "))
+	fs.BoolVar(&cfg.quick, "quick", false, "smoke mode: short durations and small volumes (every flag below that is not set)")
+	fs.IntVar(&cfg.recordSize, "record-size", 1024, "record value size in bytes")
+	fs.DurationVar(&cfg.warmup, "warmup", 5*time.Second, "workload 1: how long to produce, untimed, before timing (a JVM compiles its hot paths)")
+	fs.DurationVar(&cfg.produceTime, "produce-time", 20*time.Second, "workload 1: how long to produce")
+	fs.DurationVar(&cfg.latencyTime, "latency-time", 20*time.Second, "workload 2: how long to produce at the fixed rate")
+	fs.Float64Var(&cfg.rate, "rate", 0, "workload 2: records/s (default: half of Kafka's workload 1 rate in this run)")
+	fs.Int64Var(&cfg.consumeMiB, "consume-mib", 2048, "workload 3: MiB of record values to read")
+	fs.IntVar(&cfg.e2eRecords, "e2e-records", 2000, "workload 4: records to time")
+	fs.IntVar(&cfg.failoverRuns, "failover-runs", 5, "workload 5: kills to time")
+	fs.IntVar(&cfg.coldStartRuns, "coldstart-runs", 3, "workload 6: starts to time")
+	fs.IntVar(&cfg.scalePartitions, "scale-partitions", 10_000, "workload 8: partitions of the topic")
+	fs.DurationVar(&cfg.idleWindow, "idle-window", 20*time.Second, "workload 8: how long to measure idle CPU")
+	fs.DurationVar(&cfg.settle, "settle", 5*time.Second, "quiet time before idle measurements")
+	fs.StringVar(&cfg.workDir, "workdir", "", "directory for data dirs and broker logs (default: a new temporary directory)")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory (broker logs) after the run")
+	fs.StringVar(&cfg.chartPath, "chart", "bench-results.png", "where to write the PNG chart; empty: none")
+	fs.StringVar(&cfg.sluiceBin, "sluice-bin", "", "a sluice binary to use instead of building ./cmd/sluice")
+	fs.StringVar(&cfg.cpuProfileDir, "sluice-cpu-profile", "", "directory for a CPU profile of each sluice cluster node (node-<id>.prof)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range quickValues {
+			if !set[name] {
+				if err := fs.Set(name, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, s := range strings.Split(*systems, ",") {
+		if s = strings.TrimSpace(s); s != "kafka" && s != "sluice" {
+			return nil, fmt.Errorf("-systems: %q is neither kafka nor sluice", s)
+		}
+		if !slices.Contains(cfg.systems, s) {
+			cfg.systems = append(cfg.systems, s)
+		}
+	}
+	cfg.workloads = map[string]bool{}
+	for _, w := range strings.Split(*workloads, ",") {
+		switch w = strings.TrimSpace(w); {
+		case w == "all":
+			for _, n := range workloadNames {
+				cfg.workloads[n] = true
+			}
+		case slices.Contains(workloadNames, w):
+			cfg.workloads[w] = true
+		default:
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want %s)", w, strings.Join(workloadNames, ", "))
+		}
+	}
+	return cfg, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, cfg, os.Stderr)
+	if res != nil {
+		fmt.Println()
+		res.writeTable(os.Stdout, cfg.workloads, cfg.scalePartitions)
+		if cfg.chartPath != "" {
+			if cerr := writeChart(cfg.chartPath, res, cfg.workloads, cfg.scalePartitions); cerr != nil {
+				fmt.Fprintln(os.Stderr, "harness: chart:", cerr)
+			} else {
+				fmt.Println("chart:", cfg.chartPath)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(1)
+	}
+}
+
+// run builds what it needs, then runs the workloads against each system in
+// turn, logging progress to logw. A workload that fails is recorded in the
+// results and the run goes on; an error means the run could not go on.
+func run(ctx context.Context, cfg *config, logw io.Writer) (*results, error) {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	workDir := cfg.workDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "sluice-bench-"); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.keep {
+		logf("work directory (kept): %s", workDir)
+	} else {
+		defer os.RemoveAll(workDir)
+	}
+	raiseFileLimit(logf)
+
+	var systems []system
+	for _, name := range cfg.systems {
+		switch name {
+		case "kafka":
+			if err := fetchKafka(ctx, root, logf); err != nil {
+				return nil, err
+			}
+			systems = append(systems, &kafkaSystem{root: root})
+		case "sluice":
+			bin := cfg.sluiceBin
+			if bin == "" {
+				bin = workDir + "/bin/sluice"
+				logf("building ./cmd/sluice")
+				if err := goBuild(ctx, root, bin); err != nil {
+					return nil, err
+				}
+			}
+			if cfg.cpuProfileDir != "" {
+				if err := os.MkdirAll(cfg.cpuProfileDir, 0o755); err != nil {
+					return nil, err
+				}
+			}
+			systems = append(systems, &sluiceSystem{bin: bin, cpuProfileDir: cfg.cpuProfileDir})
+		}
+	}
+
+	res := newResults()
+	for _, sys := range systems {
+		if ctx.Err() != nil {
+			break
+		}
+		r := &runner{cfg: cfg, sys: sys, res: res, dir: workDir + "/" + sys.name(), logf: func(format string, args ...any) {
+			logf("[%s] %s", sys.name(), fmt.Sprintf(format, args...))
+		}}
+		start := time.Now()
+		r.runAll(ctx)
+		r.logf("done in %s", time.Since(start).Round(time.Second))
+		if !cfg.keep {
+			// The next system starts on an empty disk.
+			os.RemoveAll(r.dir)
+		}
+	}
+	return res, ctx.Err()
+}

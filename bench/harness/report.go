@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"text/tabwriter"
+)
+
+// metric is one row of the table: a figure a workload measures on each
+// system, and the ratio sluice / Kafka that issue 8 sets as the goal.
+type metric struct {
+	key      string
+	workload string // the -workloads name that measures it
+	label    string // %d, if present, is the scale workload's partition count
+	unit     string
+	// higherBetter says which way the goal points: at least goal when
+	// true, at most goal otherwise.
+	higherBetter bool
+	goal         float64 // 0: no goal for this row
+}
+
+// metrics are the rows, in the issue's order. MiB are 2^20 bytes of record
+// values (record and batch overheads not counted).
+var metrics = []metric{
+	{"produce_mibs", "produce", "1 producer throughput", "MiB/s", true, 1.5},
+	{"latency_p50", "latency", "2 produce latency p50", "ms", false, 0},
+	{"latency_p99", "latency", "2 produce latency p99", "ms", false, 0.5},
+	{"latency_p999", "latency", "2 produce latency p99.9", "ms", false, 0},
+	{"consume_mibs", "consume", "3 consumer throughput", "MiB/s", true, 1.0},
+	{"e2e_p50", "e2e", "4 end-to-end latency p50", "ms", false, 0},
+	{"e2e_p99", "e2e", "4 end-to-end latency p99", "ms", false, 1.0},
+	{"failover_ms", "failover", "5 failover, median", "ms", false, 0.3},
+	{"coldstart_ms", "coldstart", "6 cold start, median", "ms", false, 0.1},
+	{"rss_idle_mib", "memory", "7 idle RSS, largest node", "MiB", false, 0.1},
+	{"rss_peak_mib", "memory", "7 peak RSS under 1, largest node", "MiB", false, 0.25},
+	{"scale_create_s", "scale", "8 create %d partitions", "s", false, 1.0},
+	{"scale_idle_cpu", "scale", "8 idle CPU, %d partitions, 3 nodes", "% core", false, 0},
+	{"scale_isr_s", "scale", "8 restart to full ISRs", "s", false, 1.0},
+}
+
+// workloadNames are the values -workloads accepts, in the order they run.
+var workloadNames = []string{"memory", "produce", "latency", "consume", "e2e", "failover", "scale", "coldstart"}
+
+// results collects the figures of one harness run. It is safe for
+// concurrent use.
+type results struct {
+	mu     sync.Mutex
+	values map[string]map[string]float64 // metric key → system → value
+	errs   []string                      // workloads that failed, with why
+	notes  []string                      // details worth keeping with the table
+}
+
+func newResults() *results {
+	return &results{values: map[string]map[string]float64{}}
+}
+
+// set records a figure.
+func (r *results) set(key, system string, v float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.values[key] == nil {
+		r.values[key] = map[string]float64{}
+	}
+	r.values[key][system] = v
+}
+
+// get returns a figure and whether it was measured.
+func (r *results) get(key, system string) (float64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.values[key][system]
+	return v, ok
+}
+
+// fail records that a workload failed on a system.
+func (r *results) fail(system, workload string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf("%s %s: %v", system, workload, err))
+}
+
+// note records a line printed under the table.
+func (r *results) note(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+// rowLabel is m's label with the scale workload's partition count.
+func rowLabel(m metric, scalePartitions int) string {
+	if strings.Contains(m.label, "%d") {
+		return fmt.Sprintf(m.label, scalePartitions)
+	}
+	return m.label
+}
+
+// ratio returns sluice / Kafka for m, and whether both were measured.
+func (r *results) ratio(key string) (float64, bool) {
+	k, ok1 := r.get(key, "kafka")
+	s, ok2 := r.get(key, "sluice")
+	if !ok1 || !ok2 || k == 0 {
+		return 0, false
+	}
+	return s / k, true
+}
+
+// met reports whether ratio meets m's goal.
+func (m metric) met(ratio float64) bool {
+	if m.higherBetter {
+		return ratio >= m.goal
+	}
+	return ratio <= m.goal
+}
+
+// goalText is the goal as the issue writes it, e.g. "≥ 1.5".
+func (m metric) goalText() string {
+	if m.goal == 0 {
+		return ""
+	}
+	if m.higherBetter {
+		return fmt.Sprintf("≥ %g", m.goal)
+	}
+	return fmt.Sprintf("≤ %g", m.goal)
+}
+
+// writeTable prints the table (Markdown) — workload, Kafka, sluice, ratio, goal — for
+// the rows whose workload ran, then the notes and the failures.
+func (r *results) writeTable(w io.Writer, ran map[string]bool, scalePartitions int) {
+	// A Markdown table, so that it can be pasted into a note as it is.
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "| workload\t| unit\t| Kafka\t| sluice\t| sluice / Kafka\t| goal\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|--:\t|--:\t|--:\t|---\t|")
+	for _, m := range metrics {
+		if !ran[m.workload] {
+			continue
+		}
+		cell := func(sys string) string {
+			if v, ok := r.get(m.key, sys); ok {
+				return formatValue(v)
+			}
+			return "—"
+		}
+		ratio, goal := "—", m.goalText()
+		if q, ok := r.ratio(m.key); ok {
+			ratio = fmt.Sprintf("%.2f", q)
+			if goal != "" {
+				if m.met(q) {
+					goal += " met"
+				} else {
+					goal += " missed"
+				}
+			}
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", rowLabel(m, scalePartitions), m.unit, cell("kafka"), cell("sluice"), ratio, goal)
+	}
+	tw.Flush()
+	for _, n := range r.notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	for _, e := range r.errs {
+		fmt.Fprintln(w, "FAILED:", e)
+	}
+}
+
+// formatValue prints v with three significant digits or as an integer.
+func formatValue(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
