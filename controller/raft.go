@@ -162,7 +162,7 @@ func startRaft(o raftOptions) (*raftNode, error) {
 			store.Close()
 			return nil, err
 		}
-		trans, addr = tcp, tcp.LocalAddr()
+		trans, addr = unpipelined{tcp}, tcp.LocalAddr()
 		conf.HeartbeatTimeout = raftClusterHeartbeatTimeout
 		conf.ElectionTimeout = raftClusterElectionTimeout
 		conf.LeaderLeaseTimeout = raftClusterLeaderLeaseTimeout
@@ -197,6 +197,20 @@ func startRaft(o raftOptions) (*raftNode, error) {
 	n := &raftNode{raft: r, store: store, trans: trans, addr: addr}
 	n.electSoleVoterNow(id)
 	return n, nil
+}
+
+// unpipelined is the TCP transport without AppendEntries pipelining, so
+// raft replicates one AppendEntries at a time to each follower. With the
+// pipeline, hashicorp/raft v1.8.0 can hang for good when a leader steps
+// down or shuts down while a follower stops answering: the sender blocks
+// handing its 129th request to a decoder that no longer reads, and the
+// pipeline that would release it is only closed after the sender returns
+// (seen as Broker.Close never returning in a test that killed the leader).
+// The metadata log is small; pipelining buys it nothing.
+type unpipelined struct{ *raft.NetworkTransport }
+
+func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // newTCPTransport listens for raft on bind and advertises advertise (or
