@@ -112,10 +112,17 @@ func (b *Broker) reconcileGroups(prev, img *controller.Image) {
 			b.groups.TopicsChanged()
 		}
 	}
-	t := img.Topics[offsetsTopicName]
+	b.groups.SetLeadership(b.ledPartitions(img, offsetsTopicName))
+}
+
+// ledPartitions returns how many partitions internal topic name has in img
+// (0 if it does not exist) and, for those this node leads and holds a
+// replica of, their leader epochs: what a coordinator living on the topic
+// needs to know after a metadata change.
+func (b *Broker) ledPartitions(img *controller.Image, name string) (int32, map[int32]int32) {
+	t := img.Topics[name]
 	if t == nil {
-		b.groups.SetLeadership(0, nil)
-		return
+		return 0, nil
 	}
 	led := make(map[int32]int32)
 	for _, mp := range t.Partitions {
@@ -123,7 +130,7 @@ func (b *Broker) reconcileGroups(prev, img *controller.Image) {
 			led[mp.Partition] = mp.LeaderEpoch
 		}
 	}
-	b.groups.SetLeadership(int32(len(t.Partitions)), led)
+	return int32(len(t.Partitions)), led
 }
 
 // runGroups steps the coordinator's timers and expires old offsets until

@@ -68,18 +68,7 @@ func (b *Broker) reconcileTxn(img *controller.Image) {
 	if b.txn == nil {
 		return
 	}
-	t := img.Topics[txnStateTopicName]
-	if t == nil {
-		b.txn.SetLeadership(0, nil)
-		return
-	}
-	led := make(map[int32]int32)
-	for _, mp := range t.Partitions {
-		if mp.Leader == b.cfg.NodeID && b.partition(logstore.TopicPartition{Topic: t.Name, Partition: mp.Partition}) != nil {
-			led[mp.Partition] = mp.LeaderEpoch
-		}
-	}
-	b.txn.SetLeadership(int32(len(t.Partitions)), led)
+	b.txn.SetLeadership(b.ledPartitions(img, txnStateTopicName))
 }
 
 // runTxn loads newly led partitions, aborts timed-out transactions and
