@@ -194,23 +194,35 @@ func (b *Broker) loadGroups(ctx context.Context) {
 // ensureOffsetsTopic creates __consumer_offsets on first use, as Kafka does
 // when the first FindCoordinator for a group arrives.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	return b.ensureInternalTopic(ctx, offsetsTopicName, b.cfg.OffsetsTopicNumPartitions,
+		int(b.cfg.OffsetsTopicReplicationFactor), 0, map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.Itoa(int(b.cfg.OffsetsTopicSegmentBytes)),
+			"compression.type": "producer",
+		})
+}
+
+// ensureInternalTopic creates a coordinator's internal topic unless it
+// exists: rf replicas but no more than the live brokers, and, when minISR
+// is set, a min.insync.replicas no larger than the replicas.
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32, rf, minISR int, configs map[string]string) error {
 	img := b.metadata()
-	if img.Topics[offsetsTopicName] != nil {
+	if img.Topics[name] != nil {
 		return nil
 	}
-	rf := int(b.cfg.OffsetsTopicReplicationFactor)
 	rf = max(min(rf, len(img.UnfencedBrokers())), 1)
-	compact, producer := "compact", "producer"
-	segment := strconv.Itoa(int(b.cfg.OffsetsTopicSegmentBytes))
+	if minISR > 0 {
+		configs["min.insync.replicas"] = strconv.Itoa(max(min(minISR, rf), 1))
+	}
+	values := make(map[string]*string, len(configs))
+	for k, v := range configs {
+		values[k] = &v
+	}
 	res := b.createTopics(ctx, []controller.CreateTopic{{
-		Name:              offsetsTopicName,
-		NumPartitions:     b.cfg.OffsetsTopicNumPartitions,
+		Name:              name,
+		NumPartitions:     partitions,
 		ReplicationFactor: int16(rf),
-		Configs: map[string]*string{
-			"cleanup.policy":   &compact,
-			"segment.bytes":    &segment,
-			"compression.type": &producer,
-		},
+		Configs:           values,
 	}}, false)
 	if err := res[0].Err; err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
 		return err

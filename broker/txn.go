@@ -118,30 +118,12 @@ func (b *Broker) runTxn(ctx context.Context) {
 // min.insync.replicas transaction.state.log.min.isr capped by that,
 // compacted.
 func (b *Broker) ensureTxnStateTopic(ctx context.Context) error {
-	img := b.metadata()
-	if img.Topics[txnStateTopicName] != nil {
-		return nil
-	}
-	rf := int(b.cfg.TransactionStateLogReplicationFactor)
-	rf = max(min(rf, len(img.UnfencedBrokers())), 1)
-	minISR := strconv.Itoa(max(min(int(b.cfg.TransactionStateLogMinIsr), rf), 1))
-	compact, uncompressed := "compact", "uncompressed"
-	segment := strconv.Itoa(int(b.cfg.TransactionStateLogSegmentBytes))
-	res := b.createTopics(ctx, []controller.CreateTopic{{
-		Name:              txnStateTopicName,
-		NumPartitions:     b.cfg.TransactionStateLogNumPartitions,
-		ReplicationFactor: int16(rf),
-		Configs: map[string]*string{
-			"cleanup.policy":      &compact,
-			"segment.bytes":       &segment,
-			"compression.type":    &uncompressed,
-			"min.insync.replicas": &minISR,
-		},
-	}}, false)
-	if err := res[0].Err; err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
-		return err
-	}
-	return nil
+	return b.ensureInternalTopic(ctx, txnStateTopicName, b.cfg.TransactionStateLogNumPartitions,
+		int(b.cfg.TransactionStateLogReplicationFactor), max(int(b.cfg.TransactionStateLogMinIsr), 1), map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.Itoa(int(b.cfg.TransactionStateLogSegmentBytes)),
+			"compression.type": "uncompressed",
+		})
 }
 
 // fencedForVersion is the producer-fenced code an older client
