@@ -85,8 +85,9 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 // fetchOnce builds a response from what the logs hold now. It returns the
 // bytes gathered, whether any partition errored, and the channels that
 // signal new data for the partitions that were read.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.FetchResponse, int, bool, []<-chan struct{}) {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.SplicedResponse, int, bool, []<-chan struct{}) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	spliced := protocol.Splice(resp)
 	img := b.metadata()
 	byID := req.Version >= 13
 	budget := int(req.MaxBytes)
@@ -108,7 +109,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 			// Kafka sends empty, not null, record bytes; librdkafka
 			// rejects a null set.
 			sp.RecordBatches = []byte{}
-			changed, err := b.fetchPartition(topic, byID, req, replicaID, rp, &sp, budget-total, total == 0)
+			changed, n, err := b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0)
 			if err != nil {
 				hasErr = true
 				sp.ErrorCode = errorCode(err)
@@ -125,24 +126,26 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*kmsg.Fetch
 			if changed != nil {
 				watches = append(watches, changed)
 			}
-			total += len(sp.RecordBatches)
+			total += n
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, total, hasErr, watches
+	return spliced, total, hasErr, watches
 }
 
 // fetchPartition reads one partition into sp. It returns the channel that
 // signals the partition's next change — taken before anything is read, so a
-// change between the read and the wait is not missed — and the partition's
-// error.
-func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (<-chan struct{}, error) {
+// change between the read and the wait is not missed — the record bytes
+// returned, and the partition's error. Record bytes of spliceMinBytes or
+// more are not read: sp carries a placeholder of resp's for the segment
+// file range, and the connection sends it with sendfile.
+func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (<-chan struct{}, int, error) {
 	if topic == nil {
 		if byID {
-			return nil, kerr.UnknownTopicID
+			return nil, 0, kerr.UnknownTopicID
 		}
-		return nil, kerr.UnknownTopicOrPartition
+		return nil, 0, kerr.UnknownTopicOrPartition
 	}
 	current := rp.CurrentLeaderEpoch
 	if req.Version < 9 {
@@ -150,10 +153,10 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	}
 	p, _, err := b.leaderReplica(topic, rp.Partition, current)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if replicaID >= 0 && !p.isReplica(replicaID) {
-		return nil, kerr.NotLeaderForPartition
+		return nil, 0, kerr.NotLeaderForPartition
 	}
 	var changed <-chan struct{}
 	if replicaID >= 0 {
@@ -175,7 +178,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		if divEpoch != rp.LastFetchedEpoch || divEnd < rp.FetchOffset {
 			sp.DivergingEpoch.Epoch = divEpoch
 			sp.DivergingEpoch.EndOffset = divEnd
-			return changed, nil
+			return changed, 0, nil
 		}
 	}
 
@@ -197,7 +200,7 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 		sp.LastStableOffset = min(p.lastStableOffset(), sp.HighWatermark)
 		maxOffset = p.log.LogEndOffset()
 		if throttled = b.leaderThrottled(topic, p, replicaID); throttled && b.throttle.leader.Exceeded(b.now()) {
-			return changed, nil // no records until the replication throttle allows
+			return changed, 0, nil // no records until the replication throttle allows
 		}
 	}
 	limit := int(rp.PartitionMaxBytes)
@@ -207,28 +210,38 @@ func (b *Broker) fetchPartition(topic *controller.Topic, byID bool, req *kmsg.Fe
 	if limit < 0 {
 		limit = 0
 	}
-	res, err := p.log.Read(rp.FetchOffset, int32(limit), maxOffset, first)
+	sl, err := p.log.ReadSlice(rp.FetchOffset, int32(limit), maxOffset, first)
 	if err != nil {
 		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
-			return changed, kerr.OffsetOutOfRange
+			return changed, 0, kerr.OffsetOutOfRange
 		}
-		return changed, err
+		return changed, 0, err
 	}
-	if len(res.Data) > 0 {
-		sp.RecordBatches = res.Data
-		if throttled {
-			b.throttle.leader.Record(len(res.Data), b.now())
-		}
-		if committed {
-			upper, err := nextOffsetAfter(res.Data)
-			if err != nil {
-				return changed, err
-			}
-			for _, a := range p.log.AbortedTxns(rp.FetchOffset, upper) {
-				sp.AbortedTransactions = append(sp.AbortedTransactions,
-					kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
-			}
+	if sl.Size == 0 {
+		return changed, 0, nil
+	}
+	if sl.Size >= spliceMinBytes {
+		sp.RecordBatches = resp.Bytes(sl.File, sl.Pos, sl.Size)
+	} else {
+		sp.RecordBatches = make([]byte, sl.Size)
+		if _, err := sl.File.ReadAt(sp.RecordBatches, sl.Pos); err != nil {
+			// The segment went away under the read (retention).
+			return changed, 0, kerr.OffsetOutOfRange
 		}
 	}
-	return changed, nil
+	if throttled {
+		b.throttle.leader.Record(int(sl.Size), b.now())
+	}
+	if committed {
+		for _, a := range p.log.AbortedTxns(rp.FetchOffset, sl.NextOffset) {
+			sp.AbortedTransactions = append(sp.AbortedTransactions,
+				kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+		}
+	}
+	return changed, int(sl.Size), nil
 }
+
+// spliceMinBytes is the smallest partition answer sent from its segment
+// file with sendfile; smaller ones are read into the response, where one
+// read costs less than the extra writes around a spliced range.
+const spliceMinBytes = 8 << 10

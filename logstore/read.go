@@ -22,6 +22,7 @@ type fileRange struct {
 	file        File
 	pos, size   int64
 	firstOffset int64
+	nextOffset  int64 // the offset after the range's last batch
 }
 
 // Read returns whole batches starting with the batch containing offset, at
@@ -76,7 +77,7 @@ func (l *Log) readRange(offset int64, maxBytes int32, maxOffset int64, minOneBat
 		if pos == v.size {
 			continue // nothing at or after offset here: try the next segment
 		}
-		var total int64
+		var total, next int64
 		for p := pos; p < v.size; {
 			if p != pos {
 				if h, err = v.seg.readHeader(p, v.size); err != nil {
@@ -90,6 +91,7 @@ func (l *Log) readRange(offset int64, maxBytes int32, maxOffset int64, minOneBat
 				break
 			}
 			total += h.size()
+			next = h.nextOffset()
 			p += h.size()
 		}
 		if total == 0 {
@@ -99,7 +101,7 @@ func (l *Log) readRange(offset int64, maxBytes int32, maxOffset int64, minOneBat
 		if err != nil {
 			return fileRange{}, readError(err)
 		}
-		return fileRange{file: v.seg.log, pos: pos, size: total, firstOffset: first.BaseOffset}, nil
+		return fileRange{file: v.seg.log, pos: pos, size: total, firstOffset: first.BaseOffset, nextOffset: next}, nil
 	}
 	return fileRange{}, nil
 }

@@ -97,14 +97,14 @@ func (c *conn) serve(ctx context.Context) {
 			c.logReadError(ctx, log, err)
 			return
 		}
-		resp, err := c.srv.Router.Serve(ctx, &c.info, frame)
+		resp, err := c.srv.Router.serve(ctx, &c.info, frame)
 		if err != nil {
-			return // Router.Serve logged why
+			return // Router.serve logged why
 		}
 		if resp == nil {
 			continue
 		}
-		if err := WriteFrame(c.nc, resp); err != nil {
+		if err := resp.writeTo(c.nc); err != nil {
 			log.Debug("protocol: write failed, closing connection", "err", err)
 			return
 		}

@@ -134,6 +134,16 @@ func (r *Router) lookup(key int16) (route, bool) {
 // parsing (RequestContext.parseRequest), so refusing them would reject
 // clients Kafka accepts and buy nothing.
 func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byte, error) {
+	f, err := r.serve(ctx, conn, frame)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	return f.bytes()
+}
+
+// serve is Serve without reading a SplicedResponse's file ranges into
+// memory: the connection writes them with sendfile.
+func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte) (*responseFrame, error) {
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
 		return nil, r.refuse(conn, h, false, err)
@@ -143,7 +153,11 @@ func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byt
 		return nil, r.refuse(conn, h, true, fmt.Errorf("%w: %d", ErrUnknownKey, h.APIKey))
 	}
 	if h.APIVersion < rt.minVersion || h.APIVersion > rt.maxVersion {
-		return r.unsupportedVersion(conn, h, rt)
+		out, err := r.unsupportedVersion(conn, h, rt)
+		if err != nil {
+			return nil, err
+		}
+		return memFrame(out), nil
 	}
 	if hv, _ := RequestHeaderVersion(h.APIKey, h.APIVersion); hv == RequestHeaderV2 {
 		if rest, err = skipTags(rest); err != nil {
@@ -178,7 +192,17 @@ func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byt
 		return nil, err
 	}
 	resp.SetVersion(h.APIVersion)
-	return AppendResponse(nil, h.CorrelationID, ResponseHeaderVersion(h.APIKey, h.APIVersion), resp), nil
+	enc := AppendResponse(nil, h.CorrelationID, ResponseHeaderVersion(h.APIKey, h.APIVersion), resp)
+	sr, ok := resp.(*SplicedResponse)
+	if !ok || len(sr.splices) == 0 {
+		return memFrame(enc), nil
+	}
+	f, err := cutFrame(enc, sr.splices)
+	if err != nil {
+		r.logger.Error("protocol: handler bug, closing connection", r.attrs(conn, h, true, err)...)
+		return nil, err
+	}
+	return f, nil
 }
 
 // refuse logs a request the client got wrong and returns err, which closes

@@ -69,6 +69,14 @@ install_tools() {
 			ok=1
 	fi
 	command -v kcat >/dev/null && echo "kcat: $(command -v kcat)"
+	# strace: cmd/sluice's TestFetchSendfileSyscall watches Fetch send
+	# segment bytes with sendfile(2) (issue 8).
+	if ! command -v strace >/dev/null; then
+		echo "strace missing: installing it with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null ||
+			ok=1
+	fi
 	# confluent-kafka for Python (the py-confluent compat row) from Debian,
 	# for Debian's own python3: a pyenv or venv python3 earlier on PATH does
 	# not see it, so the row runs /usr/bin/python3.
