@@ -47,6 +47,16 @@
 //   - a handler returning an error;
 //   - a panic while serving the connection (recovered and logged).
 //
+// # Bytes sent from files
+//
+// A handler may return a SplicedResponse whose byte fields hold
+// placeholders for ranges of files (Fetch does, for record batches in
+// segment files). The router encodes it as any response and cuts the
+// encoding around the placeholders; the connection writes the memory parts
+// with writev and the file ranges with sendfile(2) at explicit offsets, so
+// record bytes go from the page cache to the socket without passing
+// through the broker's memory (see splice.go).
+//
 // # Concurrency
 //
 // One goroutine per connection reads a request, serves it and writes the
