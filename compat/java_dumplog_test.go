@@ -74,6 +74,13 @@ func runJavaDumpLog(ctx context.Context, env *rowEnv) error {
 		return fmt.Errorf("kcat -P: %s", bad)
 	}
 
+	// sluice writes a segment's index entries to its .index file when the
+	// segment is flushed, rolled or closed, not on every append (a
+	// segment holds one descriptor, its .log's): stop the broker, a clean
+	// shutdown, so the dump reads complete files.
+	if err := env.broker.stop(); err != nil {
+		return fmt.Errorf("stopping the broker before the dump: %w", err)
+	}
 	segment := filepath.Join(env.dir, "data", dumpLogTopic+"-0", "00000000000000000000")
 	fi, err := os.Stat(segment + ".log")
 	if err != nil {

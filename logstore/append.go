@@ -169,31 +169,25 @@ func (l *Log) shouldRollLocked(seg *segment, size, maxTs, lastOffset int64, now 
 	return seg.index.full() || seg.timeIndex.full() || !fitsRelativeOffset(lastOffset, seg.base)
 }
 
-// rollLocked closes off the active segment (its final time-index entry) and
-// starts a new one at base. Lock should be held (appendMu).
+// rollLocked closes off the active segment (its final time-index entry,
+// and its index entries written to their files, not fsynced: the next
+// flush does that) and starts a new one at base. Lock should be held
+// (appendMu).
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	old := l.active()
 	if old.size == 0 && old.base == base {
 		return old, nil
 	}
 	l.segsMu.Lock()
-	err := old.finalize()
+	old.finalize()
 	l.segsMu.Unlock()
+	if err := old.persistIndexes(false); err != nil {
+		return nil, l.fail("roll", err)
+	}
+	seg, err := newSegment(l.fsys, l.path, base, l.cfg, now)
 	if err != nil {
 		return nil, l.fail("roll", err)
 	}
-	seg, err := openSegment(l.fsys, l.path, base, l.cfg, now)
-	if err != nil {
-		return nil, l.fail("roll", err)
-	}
-	// Files left over from an earlier incarnation of this offset range
-	// (a truncation, say) must not leak into the new segment.
-	if err := errors.Join(seg.log.Truncate(0), seg.index.reset(), seg.timeIndex.reset(), seg.txnIndex.reset()); err != nil {
-		seg.close()
-		return nil, l.fail("roll", err)
-	}
-	seg.size = 0
-	seg.created = now
 	l.segsMu.Lock()
 	l.segments = append(l.segments, seg)
 	l.segsMu.Unlock()

@@ -60,6 +60,8 @@
 // Sparse: one entry when more than index.interval.bytes were appended since
 // the previous one. The offset is the last offset of the batch starting at
 // the position. Entries are appended; the file is never preallocated.
+// Lookups read a copy of the entries in memory, and the file is written
+// when the segment is flushed, rolled, truncated or closed (see Durability).
 //
 //	+----------------------------+-------------------------+
 //	| relativeOffset int32       | position int32          |  x N
@@ -120,6 +122,17 @@
 // Dir.Open reads every batch from the segment holding the recovery point
 // on, checks it, cuts the log at the first torn or corrupt batch and
 // rebuilds the indexes and the leader-epoch cache.
+//
+// A segment keeps one file open, its .log. Its .index and .timeindex
+// entries are kept in memory as they are added and written to the files,
+// through a descriptor opened for the write, when the segment is rolled or
+// truncated, and written and fsynced when it is flushed (before the
+// recovery point passes it) and at Close (before the clean-shutdown marker
+// is written). So the index files of every segment a restart trusts are
+// complete, and the entries a crash loses belong to segments that recovery
+// rebuilds. A .txnindex entry is written when it is added and fsynced at
+// the next flush. Checkpoint, leader-epoch, partition.metadata and producer
+// snapshot files are opened only while they are read or written.
 //
 // # Concurrency
 //

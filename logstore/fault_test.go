@@ -13,10 +13,12 @@ var errInjected = errors.New("injected I/O error")
 
 // faultFS wraps a filesystem; while failWrites is set, WriteAt on .log
 // files writes half of the data and then fails, like a disk that fills up
-// or dies mid-write.
+// or dies mid-write; failIndexWrites does the same to .index and
+// .timeindex files.
 type faultFS struct {
 	FS
-	failWrites atomic.Bool
+	failWrites      atomic.Bool
+	failIndexWrites atomic.Bool
 }
 
 type faultFile struct {
@@ -34,7 +36,8 @@ func (f *faultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.failWrites.Load() && strings.HasSuffix(f.name, logSuffix) {
+	isIndex := strings.HasSuffix(f.name, indexSuffix) || strings.HasSuffix(f.name, timeIndexSuffix)
+	if f.fs.failWrites.Load() && strings.HasSuffix(f.name, logSuffix) || f.fs.failIndexWrites.Load() && isIndex {
 		n, _ := f.File.WriteAt(p[:len(p)/2], off)
 		return n, errInjected
 	}

@@ -3,7 +3,6 @@ package logstore
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"sort"
 )
 
@@ -12,18 +11,19 @@ import (
 const offsetIndexEntrySize = 8
 
 // offsetIndex is a segment's sparse offset index. Kafka preallocates and
-// mmaps the file; sluice appends entries to the file and keeps a copy in
-// memory for lookups, so the file never contains trailing zero entries and
-// its size is always a multiple of the entry size.
+// mmaps the file; sluice keeps the entries in memory for lookups and
+// appends them to the file when the segment is flushed, rolled, truncated
+// or closed (see indexFile), so the file never contains trailing zero
+// entries and its size is always a multiple of the entry size.
 //
 // The entry offset is the last offset of the batch that starts at the entry's
 // position (as Kafka writes it for v2 batches, and as kafka-dump-log.sh
 // checks it). So for any target >= entry offset, scanning may start there.
 //
-// Concurrency: entries is guarded by the owning Log's segsMu.
+// Concurrency: entries is guarded by the owning Log's segsMu; the file by
+// appendMu (see indexFile).
 type offsetIndex struct {
-	file       File
-	path       string
+	file       indexFile
 	base       int64
 	entries    []offsetIndexEntry
 	maxEntries int
@@ -34,12 +34,9 @@ type offsetIndexEntry struct {
 	position  int32
 }
 
-func openOffsetIndex(fsys FS, path string, base int64, maxBytes int32) (*offsetIndex, error) {
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &offsetIndex{file: f, path: path, base: base, maxEntries: maxIndexEntries(maxBytes, offsetIndexEntrySize)}, nil
+func newOffsetIndex(path string, base int64, maxBytes int32) *offsetIndex {
+	return &offsetIndex{file: indexFile{path: path, entrySize: offsetIndexEntrySize}, base: base,
+		maxEntries: maxIndexEntries(maxBytes, offsetIndexEntrySize)}
 }
 
 func maxIndexEntries(maxBytes int32, entrySize int) int {
@@ -50,20 +47,17 @@ func maxIndexEntries(maxBytes int32, entrySize int) int {
 	return n
 }
 
-// load reads the file into memory. It reports false when the file cannot be
-// trusted (partial entry, offsets or positions not increasing, a position
-// at or past logSize); the caller then rebuilds it from the log.
-func (x *offsetIndex) load(logSize int64) (bool, error) {
-	st, err := x.file.Stat()
+// load reads the file into memory, creating it empty if it is missing. It
+// reports false when the file cannot be trusted (partial entry, offsets or
+// positions not increasing, a position at or past logSize); the caller
+// then rebuilds it from the log.
+func (x *offsetIndex) load(fsys FS, logSize int64) (bool, error) {
+	buf, err := x.file.readAll(fsys)
 	if err != nil {
 		return false, err
 	}
-	if st.Size()%offsetIndexEntrySize != 0 {
+	if len(buf)%offsetIndexEntrySize != 0 {
 		return false, nil
-	}
-	buf := make([]byte, st.Size())
-	if _, err := x.file.ReadAt(buf, 0); err != nil && len(buf) > 0 {
-		return false, err
 	}
 	entries := make([]offsetIndexEntry, 0, len(buf)/offsetIndexEntrySize)
 	for i := 0; i < len(buf); i += offsetIndexEntrySize {
@@ -80,25 +74,29 @@ func (x *offsetIndex) load(logSize int64) (bool, error) {
 		entries = append(entries, e)
 	}
 	x.entries = entries
+	x.file.loaded(len(entries))
 	return true, nil
 }
 
 func (x *offsetIndex) full() bool { return len(x.entries) >= x.maxEntries }
 
-// append adds an entry at the end of the file. Callers guarantee offset and
-// position grow.
+// append adds an entry in memory; persist writes it to the file. Callers
+// guarantee offset and position grow.
 func (x *offsetIndex) append(offset, position int64) error {
 	if !fitsRelativeOffset(offset, x.base) {
-		return fmt.Errorf("index %s: offset %d not relative to %d", x.path, offset, x.base)
-	}
-	var buf [offsetIndexEntrySize]byte
-	binary.BigEndian.PutUint32(buf[0:], uint32(offset-x.base))
-	binary.BigEndian.PutUint32(buf[4:], uint32(position))
-	if _, err := x.file.WriteAt(buf[:], int64(len(x.entries))*offsetIndexEntrySize); err != nil {
-		return err
+		return fmt.Errorf("index %s: offset %d not relative to %d", x.file.path, offset, x.base)
 	}
 	x.entries = append(x.entries, offsetIndexEntry{relOffset: int32(offset - x.base), position: int32(position)})
 	return nil
+}
+
+// persist writes the entries not yet in the file and, with sync set,
+// fsyncs it. Lock should be held (appendMu).
+func (x *offsetIndex) persist(fsys FS, sync bool) error {
+	return x.file.persist(fsys, len(x.entries), func(dst []byte, i int) {
+		binary.BigEndian.PutUint32(dst[0:], uint32(x.entries[i].relOffset))
+		binary.BigEndian.PutUint32(dst[4:], uint32(x.entries[i].position))
+	}, sync)
 }
 
 // lookup returns the position to start scanning from for target: the
@@ -112,26 +110,21 @@ func (x *offsetIndex) lookup(target int64) int64 {
 	return int64(x.entries[i-1].position)
 }
 
-// truncateToPosition drops entries at or past position (the log was cut there).
-func (x *offsetIndex) truncateToPosition(position int64) error {
+// truncateToPosition drops entries at or past position (the log was cut
+// there), in memory and in the file.
+func (x *offsetIndex) truncateToPosition(fsys FS, position int64) error {
 	i := sort.Search(len(x.entries), func(i int) bool { return int64(x.entries[i].position) >= position })
-	return x.truncateEntries(i)
-}
-
-func (x *offsetIndex) truncateEntries(n int) error {
-	if n == len(x.entries) {
-		return nil
-	}
-	if err := x.file.Truncate(int64(n) * offsetIndexEntrySize); err != nil {
+	if err := x.file.truncate(fsys, i); err != nil {
 		return err
 	}
-	x.entries = x.entries[:n]
+	x.entries = x.entries[:i]
 	return nil
 }
 
-// reset empties the index, before a rebuild.
-func (x *offsetIndex) reset() error {
-	if err := x.file.Truncate(0); err != nil {
+// reset empties the index and its file, before a rebuild or in a new
+// segment.
+func (x *offsetIndex) reset(fsys FS) error {
+	if err := x.file.reset(fsys); err != nil {
 		return err
 	}
 	x.entries = nil

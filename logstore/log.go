@@ -16,12 +16,13 @@ import (
 // Log.appendMu serializes everything that changes the log: appends, rolls,
 // truncation, retention, DeleteRecordsBefore, Flush, SetConfig and Close.
 // Log.segsMu guards the segment list, the offsets and each segment's
-// published state; it is held only for short in-memory work (plus index
-// writes of a few bytes), never during a log-file write or read, so reads
-// run concurrently with appends. The one exception is TruncateTo, which
-// rescans the truncated segment with segsMu held: followers truncate
-// rarely, and readers must not see the segment half rebuilt. Fields guarded by segsMu are only written
-// with appendMu also held, so a holder of appendMu may read them without
+// published state, including the in-memory index entries; it is held only
+// for short in-memory work, never during a file write or read (index files
+// are written with appendMu alone), so reads run concurrently with appends.
+// The one exception is TruncateTo, which rescans the truncated segment and
+// rewrites its index files with segsMu held: followers truncate rarely, and
+// readers must not see the segment half rebuilt. Fields guarded by segsMu are only written with
+// appendMu also held, so a holder of appendMu may read them without
 // segsMu. A Log never calls back into its Dir while holding appendMu
 // (see DeleteRecordsBefore).
 
@@ -245,10 +246,14 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (leaderEpoch int32, endOffset int64
 	return l.epochs.endOffsetFor(epoch, l.LogEndOffset())
 }
 
-// Flush fsyncs every segment that may hold data above the recovery point
-// and advances the recovery point to the log end offset. Appends do not
-// fsync: like Kafka, sluice relies on the page cache and replication, and a
-// killed process loses nothing that reached the OS.
+// Flush fsyncs every segment that may hold data above the recovery point,
+// writes and fsyncs their index entries, and advances the recovery point to
+// the log end offset. Appends do not fsync: like Kafka, sluice relies on
+// the page cache and replication, and a killed process loses nothing that
+// reached the OS. Index entries are written to their files here, at a roll
+// and at Close, not on every append; a crash loses the ones not written,
+// and recovery rebuilds the indexes of every segment past the recovery
+// point from the .log.
 func (l *Log) Flush() error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -258,16 +263,33 @@ func (l *Log) Flush() error {
 	return l.flushLocked()
 }
 
-// flushLocked: Lock should be held (appendMu).
+// flushLocked syncs the segments from the one holding the recovery point
+// on (when there is data past it) and moves the recovery point to the log
+// end. Older segments were synced whole when the recovery point passed
+// them, but an index entry may have been added to them since (an aborted
+// transaction replayed after a restart): their changed index files are
+// written and fsynced too, so every segment below the new recovery point
+// has its indexes on stable storage. Lock should be held (appendMu).
 func (l *Log) flushLocked() error {
 	end := l.logEnd
-	if end == l.recoveryPoint {
-		return nil
+	from := len(l.segments)
+	if end != l.recoveryPoint {
+		from = l.floorSegment(l.recoveryPoint)
 	}
-	for _, s := range l.segments[l.floorSegment(l.recoveryPoint):] {
-		if err := s.sync(); err != nil {
+	for i, s := range l.segments {
+		var err error
+		switch {
+		case i >= from:
+			err = s.sync()
+		case s.indexesDirty():
+			err = s.persistIndexes(true)
+		}
+		if err != nil {
 			return l.fail("flush", err)
 		}
+	}
+	if end == l.recoveryPoint {
+		return nil
 	}
 	l.segsMu.Lock()
 	l.recoveryPoint = end
@@ -275,8 +297,9 @@ func (l *Log) flushLocked() error {
 	return nil
 }
 
-// Close flushes and closes the log's files. Later calls return ErrLogClosed.
-// If a write had failed, Close still closes the files and returns that error.
+// Close flushes the log, writes and fsyncs every index entry, and closes
+// the .log files. Later calls return ErrLogClosed. If a write had failed,
+// Close closes the files without writing anything and returns that error.
 func (l *Log) Close() error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -286,11 +309,9 @@ func (l *Log) Close() error {
 	var errs []error
 	if l.writeErr == nil {
 		l.segsMu.Lock()
-		err := l.active().finalize()
+		l.active().finalize()
 		l.segsMu.Unlock()
-		if err != nil {
-			errs = append(errs, l.fail("close", err))
-		} else if err := l.flushLocked(); err != nil {
+		if err := l.flushLocked(); err != nil {
 			errs = append(errs, err)
 		} else if err := l.active().sync(); err != nil {
 			errs = append(errs, err)
@@ -312,8 +333,9 @@ func (l *Log) Close() error {
 	return errors.Join(errs...)
 }
 
-// abandon closes the files without flushing or finalizing anything
-// (see Dir.Abandon).
+// abandon closes the files without flushing, finalizing or writing index
+// entries (see Dir.Abandon): what reached the files stays, the rest is
+// lost, as when the process is killed.
 func (l *Log) abandon() {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()

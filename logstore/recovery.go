@@ -39,6 +39,14 @@ type logOpenParams struct {
 // and the indexes and leader-epoch cache are rebuilt from the good batches.
 // Kafka does the same; a torn tail can only hold appends that were never
 // flushed, which acks=all replication covers.
+//
+// Trusting the index files of a segment below the recovery point relies on
+// their entries reaching the files, fsynced, before the recovery point
+// passes the segment (Log.Flush) and before the clean-shutdown marker is
+// written (Log.Close, then Dir.Close). Entries added after the last flush
+// exist only in memory until the next one, so a crash loses them; but they
+// belong to segments past the recovery point, which are rebuilt here from
+// the .log.
 func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 	d := p.dir
 	var stats RecoveryStats
@@ -123,7 +131,7 @@ func openLog(p logOpenParams) (*Log, RecoveryStats, error) {
 		}
 	}
 	if len(l.segments) == 0 {
-		s, err := openSegment(d.fsys, path, max(p.logStart, 0), cfg, now)
+		s, err := newSegment(d.fsys, path, max(p.logStart, 0), cfg, now)
 		if err != nil {
 			return fail(err)
 		}

@@ -22,7 +22,9 @@ const (
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
 
 // segment is one .log file with its .index, .timeindex and (when a
-// transaction was aborted in it) .txnindex.
+// transaction was aborted in it) .txnindex. Only the .log is held open; the
+// index entries live in memory and reach their files as indexFile
+// describes, so a segment costs one file descriptor.
 //
 // Concurrency: the fields below the files are written only by the Log's
 // writer (appendMu held) and, for readers, under segsMu held for writing; a
@@ -32,6 +34,7 @@ func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
 type segment struct {
 	base      int64
 	dir       string
+	fsys      FS
 	log       File
 	index     *offsetIndex
 	timeIndex *timeIndex
@@ -51,37 +54,47 @@ func (s *segment) path(suffix string) string {
 	return filepath.Join(s.dir, segmentName(s.base)+suffix)
 }
 
-// openSegment opens (creating if needed) the three files of a segment. It
-// does not read them; see loadClean and rebuild.
+// openSegment opens (creating if needed) the .log file of a segment and
+// reads its .txnindex if there is one. It does not read the .log, .index or
+// .timeindex; see loadClean and rebuild.
 func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*segment, error) {
-	s := &segment{base: base, dir: dir, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
+	s := &segment{base: base, dir: dir, fsys: fsys, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
 		rollTimestamp: -1, created: now, lastModified: now}
+	s.index = newOffsetIndex(s.path(indexSuffix), base, cfg.SegmentIndexBytes)
+	s.timeIndex = newTimeIndex(s.path(timeIndexSuffix), base, cfg.SegmentIndexBytes)
 	var err error
 	if s.log, err = fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		return nil, err
 	}
-	if s.index, err = openOffsetIndex(fsys, s.path(indexSuffix), base, cfg.SegmentIndexBytes); err != nil {
-		s.log.Close()
-		return nil, err
-	}
-	if s.timeIndex, err = openTimeIndex(fsys, s.path(timeIndexSuffix), base, cfg.SegmentIndexBytes); err != nil {
-		s.log.Close()
-		s.index.file.Close()
-		return nil, err
-	}
 	if s.txnIndex, err = openTxnIndex(fsys, s.path(txnIndexSuffix)); err != nil {
 		s.log.Close()
-		s.index.file.Close()
-		s.timeIndex.file.Close()
 		return nil, err
 	}
 	st, err := s.log.Stat()
 	if err != nil {
-		s.close()
+		s.log.Close()
 		return nil, err
 	}
 	s.size = st.Size()
 	s.lastModified = st.ModTime()
+	return s, nil
+}
+
+// newSegment creates an empty segment at base: its .log, .index and
+// .timeindex files exist and are empty afterwards. Files left over from an
+// earlier incarnation of this offset range (a truncation, say) are
+// emptied, including a .txnindex, so they cannot leak into the new segment.
+func newSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*segment, error) {
+	s, err := openSegment(fsys, dir, base, cfg, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(s.log.Truncate(0), s.index.reset(fsys), s.timeIndex.reset(fsys), s.txnIndex.reset()); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.size = 0
+	s.created, s.lastModified = now, now
 	return s, nil
 }
 
@@ -101,11 +114,12 @@ func (s *segment) readHeader(pos, limit int64) (BatchHeader, error) {
 	return parseHeader(buf[:]), nil
 }
 
-// indexBatch updates the in-memory state and the indexes for a batch that
-// was written at pos. Indexing follows Kafka: an offset-index entry (the
-// batch's last offset, its position) once more than index.interval.bytes
-// were written since the previous entry, with a time-index entry for the
-// max timestamp so far at the same moment. Callers hold segsMu for writing
+// indexBatch updates the in-memory state and the indexes (in memory; see
+// indexFile for when they reach the files) for a batch that was written at
+// pos. Indexing follows Kafka: an offset-index entry (the batch's last
+// offset, its position) once more than index.interval.bytes were written
+// since the previous entry, with a time-index entry for the max timestamp
+// so far at the same moment. Callers hold segsMu for writing
 // (or own the segment exclusively, during load).
 func (s *segment) indexBatch(pos int64, h BatchHeader, cfg Config) error {
 	if pos == 0 {
@@ -119,9 +133,7 @@ func (s *segment) indexBatch(pos int64, h BatchHeader, cfg Config) error {
 		if err := s.index.append(h.lastOffset(), pos); err != nil {
 			return err
 		}
-		if err := s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
-			return err
-		}
+		s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp)
 		s.bytesSinceIndexEntry = 0
 	}
 	s.bytesSinceIndexEntry += h.size()
@@ -133,19 +145,20 @@ func (s *segment) indexBatch(pos int64, h BatchHeader, cfg Config) error {
 // loadClean trusts a segment that was flushed before a clean shutdown (or
 // lies below the recovery point): indexes are read as they are, and only
 // the batches after the last index entry are read (headers only) to find the
-// next offset. An index that fails its sanity check is rebuilt.
+// next offset. An index that fails its sanity check is rebuilt, and the
+// rebuilt files are written and fsynced at once: the recovery point is
+// already past the segment, so no later flush is due to write them.
 func (s *segment) loadClean(cfg Config) error {
-	okIndex, err := s.index.load(s.size)
+	okIndex, err := s.index.load(s.fsys, s.size)
 	if err != nil {
 		return err
 	}
-	okTime, err := s.timeIndex.load(math.MaxInt64) // checked against nextOffset below
+	okTime, err := s.timeIndex.load(s.fsys, math.MaxInt64) // checked against nextOffset below
 	if err != nil {
 		return err
 	}
 	if !okIndex || !okTime {
-		_, err := s.rebuild(cfg, false)
-		return err
+		return s.rebuildClean(cfg)
 	}
 	if s.size > 0 {
 		h, err := s.readHeader(0, s.size)
@@ -172,23 +185,32 @@ func (s *segment) loadClean(cfg Config) error {
 		s.bytesSinceIndexEntry += h.size()
 	}
 	if _, off, ok := s.timeIndex.last(); ok && off >= s.nextOffset {
-		_, err := s.rebuild(cfg, false)
-		return err
+		return s.rebuildClean(cfg)
 	}
 	return nil
 }
 
+// rebuildClean rebuilds the indexes of a trusted segment whose index files
+// failed their checks, and writes and fsyncs them.
+func (s *segment) rebuildClean(cfg Config) error {
+	if _, err := s.rebuild(cfg, false); err != nil {
+		return err
+	}
+	return s.persistIndexes(true)
+}
+
 // rebuild recreates both indexes by reading every batch from the start of
-// the segment. With check set (crash recovery) each batch is read whole and
-// its length, magic, CRC and offset order are verified; the file is
-// truncated at the first batch that fails, and the number of bytes cut is
-// returned. onBatch, if set, sees every good batch (recovery uses it to
+// the segment: the index files are emptied at once and the entries rebuilt
+// in memory (persistIndexes writes them). With check set (crash recovery)
+// each batch is read whole and its length, magic, CRC and offset order are
+// verified; the .log is truncated at the first batch that fails, and the
+// number of bytes cut is returned. onBatch, if set, sees every good batch (recovery uses it to
 // rebuild the leader-epoch cache).
 func (s *segment) rebuild(cfg Config, check bool, onBatch ...func(BatchHeader)) (truncated int64, err error) {
-	if err := s.index.reset(); err != nil {
+	if err := s.index.reset(s.fsys); err != nil {
 		return 0, err
 	}
-	if err := s.timeIndex.reset(); err != nil {
+	if err := s.timeIndex.reset(s.fsys); err != nil {
 		return 0, err
 	}
 	limit := s.size
@@ -267,43 +289,56 @@ func (s *segment) positionOf(offset, startPos, limit int64) (int64, BatchHeader,
 	return limit, BatchHeader{}, nil
 }
 
-// finalize writes the last time-index entry for the segment's max
+// finalize adds the last time-index entry for the segment's max
 // timestamp, so a later load finds it without reading the log (Kafka does
-// the same when a segment is rolled or closed).
-func (s *segment) finalize() error {
-	if s.maxTimestamp < 0 {
-		return nil
+// the same when a segment is rolled or closed). Callers hold segsMu for
+// writing.
+func (s *segment) finalize() {
+	if s.maxTimestamp >= 0 {
+		s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp)
 	}
-	return s.timeIndex.maybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp)
 }
 
+// persistIndexes writes the index entries not yet in their files and,
+// with sync set, fsyncs every index file that changed since its last
+// fsync. Lock should be held (appendMu), or the segment owned.
+func (s *segment) persistIndexes(sync bool) error {
+	return errors.Join(s.index.persist(s.fsys, sync), s.timeIndex.persist(s.fsys, sync), s.txnIndex.persist(sync))
+}
+
+// indexesDirty reports whether persistIndexes(true) has work to do.
+func (s *segment) indexesDirty() bool {
+	return s.index.file.dirty(len(s.index.entries)) || s.timeIndex.file.dirty(len(s.timeIndex.entries)) ||
+		s.txnIndex.file.dirty(len(s.txnIndex.entries))
+}
+
+// sync fsyncs the .log and writes and fsyncs the indexes: afterwards the
+// segment's files hold everything it has in memory, which is what lets the
+// recovery point pass it. Lock should be held (appendMu).
 func (s *segment) sync() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
-	if err := s.index.file.Sync(); err != nil {
-		return err
-	}
-	if err := s.txnIndex.sync(); err != nil {
-		return err
-	}
-	return s.timeIndex.file.Sync()
+	return s.persistIndexes(true)
 }
 
-func (s *segment) close() error {
-	return errors.Join(s.log.Close(), s.index.file.Close(), s.timeIndex.file.Close(), s.txnIndex.close())
-}
+// close closes the .log, the one file a segment keeps open. It writes
+// nothing: index entries not yet persisted are lost, as in a crash.
+func (s *segment) close() error { return s.log.Close() }
 
-// renameDeleted renames the files to *.deleted; open descriptors stay valid
-// so in-flight reads finish. Kafka does the same and removes them later.
+// renameDeleted renames the files to *.deleted; the open .log descriptor
+// stays valid so in-flight reads finish. Kafka does the same and removes
+// them later. Index files that do not exist (a .txnindex is created with
+// its first entry) are skipped. Callers take the segment out of the log's
+// segment list, so its indexes are never written again.
 func (s *segment) renameDeleted(fsys FS) error {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil {
+	if err := fsys.Rename(s.path(logSuffix), s.path(logSuffix)+deletedSuffix); err != nil {
+		return err
+	}
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !isNotExist(err) {
 			return err
 		}
-	}
-	if s.txnIndex.file != nil {
-		return fsys.Rename(s.path(txnIndexSuffix), s.path(txnIndexSuffix)+deletedSuffix)
 	}
 	return nil
 }

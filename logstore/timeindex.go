@@ -2,7 +2,6 @@ package logstore
 
 import (
 	"encoding/binary"
-	"os"
 	"sort"
 )
 
@@ -13,12 +12,12 @@ const timeIndexEntrySize = 12
 // timeIndex is a segment's time index: (max timestamp so far, offset of the
 // batch that reached it). An entry is added only when the segment's max
 // timestamp grows, so timestamps and offsets are both strictly increasing
-// and a binary search on either works. As with offsetIndex, entries are
-// appended (no preallocation) and mirrored in memory; guarded by the Log's
-// segsMu.
+// and a binary search on either works. As with offsetIndex, entries live
+// in memory and are appended to the file (no preallocation) when the
+// segment is flushed, rolled, truncated or closed; entries are guarded by
+// the Log's segsMu, the file by appendMu.
 type timeIndex struct {
-	file       File
-	path       string
+	file       indexFile
 	base       int64
 	entries    []timeIndexEntry
 	maxEntries int
@@ -29,26 +28,19 @@ type timeIndexEntry struct {
 	relOffset int32
 }
 
-func openTimeIndex(fsys FS, path string, base int64, maxBytes int32) (*timeIndex, error) {
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &timeIndex{file: f, path: path, base: base, maxEntries: maxIndexEntries(maxBytes, timeIndexEntrySize)}, nil
+func newTimeIndex(path string, base int64, maxBytes int32) *timeIndex {
+	return &timeIndex{file: indexFile{path: path, entrySize: timeIndexEntrySize}, base: base,
+		maxEntries: maxIndexEntries(maxBytes, timeIndexEntrySize)}
 }
 
 // load reads the file; false means it must be rebuilt (see offsetIndex.load).
-func (x *timeIndex) load(nextOffset int64) (bool, error) {
-	st, err := x.file.Stat()
+func (x *timeIndex) load(fsys FS, nextOffset int64) (bool, error) {
+	buf, err := x.file.readAll(fsys)
 	if err != nil {
 		return false, err
 	}
-	if st.Size()%timeIndexEntrySize != 0 {
+	if len(buf)%timeIndexEntrySize != 0 {
 		return false, nil
-	}
-	buf := make([]byte, st.Size())
-	if _, err := x.file.ReadAt(buf, 0); err != nil && len(buf) > 0 {
-		return false, err
 	}
 	entries := make([]timeIndexEntry, 0, len(buf)/timeIndexEntrySize)
 	for i := 0; i < len(buf); i += timeIndexEntrySize {
@@ -65,6 +57,7 @@ func (x *timeIndex) load(nextOffset int64) (bool, error) {
 		entries = append(entries, e)
 	}
 	x.entries = entries
+	x.file.loaded(len(entries))
 	return true, nil
 }
 
@@ -79,26 +72,29 @@ func (x *timeIndex) last() (timestamp, offset int64, ok bool) {
 	return e.timestamp, x.base + int64(e.relOffset), true
 }
 
-// maybeAppend adds (timestamp, offset) if timestamp is larger than the last
-// entry's: the index records growth of the max timestamp only.
-func (x *timeIndex) maybeAppend(timestamp, offset int64) error {
+// maybeAppend adds (timestamp, offset) in memory if timestamp is larger
+// than the last entry's: the index records growth of the max timestamp
+// only. persist writes it to the file.
+func (x *timeIndex) maybeAppend(timestamp, offset int64) {
 	if n := len(x.entries); n > 0 {
 		last := x.entries[n-1]
 		if timestamp <= last.timestamp || offset-x.base < int64(last.relOffset) {
-			return nil
+			return
 		}
 	}
 	if timestamp < 0 || !fitsRelativeOffset(offset, x.base) {
-		return nil
-	}
-	var buf [timeIndexEntrySize]byte
-	binary.BigEndian.PutUint64(buf[0:], uint64(timestamp))
-	binary.BigEndian.PutUint32(buf[8:], uint32(offset-x.base))
-	if _, err := x.file.WriteAt(buf[:], int64(len(x.entries))*timeIndexEntrySize); err != nil {
-		return err
+		return
 	}
 	x.entries = append(x.entries, timeIndexEntry{timestamp: timestamp, relOffset: int32(offset - x.base)})
-	return nil
+}
+
+// persist writes the entries not yet in the file and, with sync set,
+// fsyncs it. Lock should be held (appendMu).
+func (x *timeIndex) persist(fsys FS, sync bool) error {
+	return x.file.persist(fsys, len(x.entries), func(dst []byte, i int) {
+		binary.BigEndian.PutUint64(dst[0:], uint64(x.entries[i].timestamp))
+		binary.BigEndian.PutUint32(dst[8:], uint32(x.entries[i].relOffset))
+	}, sync)
 }
 
 // lookup returns the offset of the last entry whose timestamp is <= target,
@@ -113,21 +109,20 @@ func (x *timeIndex) lookup(target int64) int64 {
 	return x.base + int64(x.entries[i-1].relOffset)
 }
 
-// truncateToOffset drops entries for offsets >= offset.
-func (x *timeIndex) truncateToOffset(offset int64) error {
+// truncateToOffset drops entries for offsets >= offset, in memory and in
+// the file.
+func (x *timeIndex) truncateToOffset(fsys FS, offset int64) error {
 	i := sort.Search(len(x.entries), func(i int) bool { return x.base+int64(x.entries[i].relOffset) >= offset })
-	if i == len(x.entries) {
-		return nil
-	}
-	if err := x.file.Truncate(int64(i) * timeIndexEntrySize); err != nil {
+	if err := x.file.truncate(fsys, i); err != nil {
 		return err
 	}
 	x.entries = x.entries[:i]
 	return nil
 }
 
-func (x *timeIndex) reset() error {
-	if err := x.file.Truncate(0); err != nil {
+// reset empties the index and its file (see offsetIndex.reset).
+func (x *timeIndex) reset(fsys FS) error {
+	if err := x.file.reset(fsys); err != nil {
 		return err
 	}
 	x.entries = nil

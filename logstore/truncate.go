@@ -44,10 +44,15 @@ func (l *Log) TruncateTo(offset int64) error {
 	seg.size = pos
 	// Rebuild the segment's indexes and max timestamp from its headers:
 	// exact, and truncation is rare enough that one segment scan is cheap.
+	// The rebuilt entries are written to the emptied files right away (the
+	// next flush fsyncs them).
 	if _, err := seg.rebuild(l.cfg, false); err != nil {
 		return l.fail("truncate", err)
 	}
 	if err := seg.txnIndex.truncateFrom(seg.nextOffset); err != nil {
+		return l.fail("truncate", err)
+	}
+	if err := seg.persistIndexes(false); err != nil {
 		return l.fail("truncate", err)
 	}
 	l.segments = l.segments[:i+1]
@@ -81,7 +86,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 		l.pendingDeletes = append(l.pendingDeletes, pendingDelete{seg: s, at: now})
 	}
-	seg, err := openSegment(l.fsys, l.path, offset, l.cfg, now)
+	seg, err := newSegment(l.fsys, l.path, offset, l.cfg, now)
 	if err != nil {
 		return l.fail("truncate", err)
 	}

@@ -34,40 +34,45 @@ type AbortedTxn struct {
 	LastStableOffset int64
 }
 
-// txnIndex is a segment's .txnindex. Concurrency: entries is guarded by the
-// owning Log's segsMu; the file is written with appendMu held.
+// txnIndex is a segment's .txnindex. Each entry is written to the file as
+// it is added (aborts are rare, so this is off the append path), by a
+// descriptor opened for that write; the segment fsyncs the file when it is
+// flushed (see indexFile). Concurrency: entries is guarded by the owning
+// Log's segsMu; the file is written with appendMu held.
 type txnIndex struct {
 	fsys    FS
-	path    string
-	file    File // nil until the first entry is written or an existing file is loaded
+	file    indexFile // the file exists once written > 0 or an existing file was loaded
 	entries []AbortedTxn
 }
 
 // openTxnIndex loads the segment's .txnindex if it exists. A torn last
 // entry (a crash mid-write) or an entry of an unknown version ends the
-// file: it is truncated there.
+// file: it is truncated there. The file is closed again before returning.
 func openTxnIndex(fsys FS, path string) (*txnIndex, error) {
-	x := &txnIndex{fsys: fsys, path: path}
-	if _, err := fsys.Stat(path); err != nil {
+	x := &txnIndex{fsys: fsys, file: indexFile{path: path, entrySize: txnIndexEntrySize}}
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0o644)
+	if err != nil {
 		if isNotExist(err) {
 			return x, nil
 		}
 		return nil, err
 	}
-	f, err := fsys.OpenFile(path, os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	x.file = f
-	st, err := f.Stat()
-	if err != nil {
+	if err := x.load(f); err != nil {
 		f.Close()
 		return nil, err
+	}
+	return x, f.Close()
+}
+
+// load reads the entries from f, truncating a torn or unknown tail.
+func (x *txnIndex) load(f File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
 	}
 	buf := make([]byte, st.Size())
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
-		f.Close()
-		return nil, err
+		return err
 	}
 	n := 0
 	for ; (n+1)*txnIndexEntrySize <= len(buf); n++ {
@@ -77,13 +82,14 @@ func openTxnIndex(fsys FS, path string) (*txnIndex, error) {
 		}
 		x.entries = append(x.entries, decodeAbortedTxn(b))
 	}
+	x.file.loaded(n)
 	if int64(n*txnIndexEntrySize) != st.Size() {
+		x.file.unsynced = true
 		if err := f.Truncate(int64(n * txnIndexEntrySize)); err != nil {
-			f.Close()
-			return nil, err
+			return err
 		}
 	}
-	return x, nil
+	return nil
 }
 
 func decodeAbortedTxn(b []byte) AbortedTxn {
@@ -96,33 +102,24 @@ func decodeAbortedTxn(b []byte) AbortedTxn {
 	}
 }
 
-func encodeAbortedTxn(e AbortedTxn) []byte {
+func encodeAbortedTxn(dst []byte, e AbortedTxn) {
 	be := binary.BigEndian
-	b := make([]byte, txnIndexEntrySize)
-	be.PutUint16(b[0:], txnIndexVersion)
-	be.PutUint64(b[2:], uint64(e.ProducerID))
-	be.PutUint64(b[10:], uint64(e.FirstOffset))
-	be.PutUint64(b[18:], uint64(e.LastOffset))
-	be.PutUint64(b[26:], uint64(e.LastStableOffset))
-	return b
+	be.PutUint16(dst[0:], txnIndexVersion)
+	be.PutUint64(dst[2:], uint64(e.ProducerID))
+	be.PutUint64(dst[10:], uint64(e.FirstOffset))
+	be.PutUint64(dst[18:], uint64(e.LastOffset))
+	be.PutUint64(dst[26:], uint64(e.LastStableOffset))
 }
 
-// write appends e to the file, creating it if needed. The caller adds e to
-// entries (under segsMu).
-func (x *txnIndex) write(e AbortedTxn) error {
-	if x.file == nil {
-		f, err := x.fsys.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return err
-		}
-		x.file = f
-	}
-	_, err := x.file.WriteAt(encodeAbortedTxn(e), int64(len(x.entries))*txnIndexEntrySize)
-	return err
+// persist writes the entries not yet in the file, creating it, and with
+// sync set fsyncs it. Lock should be held (appendMu).
+func (x *txnIndex) persist(sync bool) error {
+	return x.file.persist(x.fsys, len(x.entries), func(dst []byte, i int) { encodeAbortedTxn(dst, x.entries[i]) }, sync)
 }
 
-// truncateFrom drops the entries whose marker is at or after offset.
-// Callers hold segsMu for writing (or own the segment).
+// truncateFrom drops the entries whose marker is at or after offset, in
+// memory and in the file. Callers hold segsMu for writing (or own the
+// segment).
 func (x *txnIndex) truncateFrom(offset int64) error {
 	n := len(x.entries)
 	for n > 0 && x.entries[n-1].LastOffset >= offset {
@@ -131,34 +128,21 @@ func (x *txnIndex) truncateFrom(offset int64) error {
 	if n == len(x.entries) {
 		return nil
 	}
-	if err := x.file.Truncate(int64(n) * txnIndexEntrySize); err != nil {
+	if err := x.file.truncate(x.fsys, n); err != nil {
 		return err
 	}
 	x.entries = x.entries[:n]
 	return nil
 }
 
-// reset empties the index (recovery rebuilds it through the broker).
+// reset empties the index (recovery rebuilds it through the broker). A
+// file that exists is truncated, none is created.
 func (x *txnIndex) reset() error {
+	if err := x.file.truncate(x.fsys, 0); err != nil {
+		return err
+	}
 	x.entries = nil
-	if x.file == nil {
-		return nil
-	}
-	return x.file.Truncate(0)
-}
-
-func (x *txnIndex) sync() error {
-	if x.file == nil {
-		return nil
-	}
-	return x.file.Sync()
-}
-
-func (x *txnIndex) close() error {
-	if x.file == nil {
-		return nil
-	}
-	return x.file.Close()
+	return nil
 }
 
 // AppendAbortedTxn records an aborted transaction in the index of the
@@ -180,12 +164,12 @@ func (l *Log) AppendAbortedTxn(e AbortedTxn) error {
 	if n := len(x.entries); n > 0 && x.entries[n-1].LastOffset >= e.LastOffset {
 		return nil
 	}
-	if err := x.write(e); err != nil {
-		return l.fail("txn index append", err)
-	}
 	l.segsMu.Lock()
 	x.entries = append(x.entries, e)
 	l.segsMu.Unlock()
+	if err := x.persist(false); err != nil {
+		return l.fail("txn index append", err)
+	}
 	return nil
 }
 
