@@ -38,7 +38,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,16 +65,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 		if req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || hasErr || len(watches) == 0 {
 			return resp, nil
 		}
-		cases := make([]reflect.SelectCase, 0, len(watches)+2)
-		for _, w := range watches {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
-		}
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		)
-		chosen, _, _ := reflect.Select(cases)
-		if chosen >= len(watches) {
+		if !waitFetch(ctx, deadline, watches) {
 			resp, _, _, _ = b.fetchOnce(req, replicaID)
 			return resp, nil
 		}
@@ -83,9 +73,9 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 }
 
 // fetchOnce builds a response from what the logs hold now. It returns the
-// bytes gathered, whether any partition errored, and the channels that
-// signal new data for the partitions that were read.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.SplicedResponse, int, bool, []<-chan struct{}) {
+// bytes gathered, whether any partition errored, and the partitions that
+// were read, to wait on for new data (fetch_wait.go).
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	spliced := protocol.Splice(resp)
 	img := b.metadata()
@@ -96,7 +86,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.S
 	}
 	total := 0
 	hasErr := false
-	var watches []<-chan struct{}
+	var watches []*partitionWatch
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewFetchResponseTopic()
@@ -134,13 +124,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.S
 	return spliced, total, hasErr, watches
 }
 
-// fetchPartition reads one partition into sp. It returns the channel that
-// signals the partition's next change — taken before anything is read, so a
+// fetchPartition reads one partition into sp. It returns what to wait on
+// for the partition's next change — taken before anything is read, so a
 // change between the read and the wait is not missed — the record bytes
 // returned, and the partition's error. Record bytes of spliceMinBytes or
 // more are not read: sp carries a placeholder of resp's for the segment
 // file range, and the connection sends it with sendfile.
-func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (<-chan struct{}, int, error) {
+func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (*partitionWatch, int, error) {
 	if topic == nil {
 		if byID {
 			return nil, 0, kerr.UnknownTopicID
@@ -158,12 +148,7 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 	if replicaID >= 0 && !p.isReplica(replicaID) {
 		return nil, 0, kerr.NotLeaderForPartition
 	}
-	var changed <-chan struct{}
-	if replicaID >= 0 {
-		changed = p.watchAppended()
-	} else {
-		changed = p.watch()
-	}
+	changed := p.watchFetch(replicaID)
 	hw := p.highWatermark()
 	sp.HighWatermark = hw
 	sp.LastStableOffset = min(p.lastStableOffset(), hw)

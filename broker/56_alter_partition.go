@@ -10,7 +10,11 @@ package broker
 // (NewEpochISR), of which sluice uses the ids: the controller refuses
 // fenced or shutting-down members (INELIGIBLE_REPLICA) itself.
 //
-// NOT_CONTROLLER and STALE_BROKER_EPOCH are request-level errors, as in
+// All partitions of a request are decided together and committed in one
+// metadata command (controller.AlterPartitions), so a leader that batches
+// thousands of proposals, as sluice's own leaders do (replica_isr.go), costs
+// one raft round trip. NOT_CONTROLLER (this node does not lead the
+// metadata log) and STALE_BROKER_EPOCH are request-level errors, as in
 // Kafka; every other error belongs to its partition. LeaderRecoveryState is
 // always 0 (recovered): sluice does not elect uncleanly into a recovering
 // state.
@@ -29,9 +33,8 @@ import (
 func (b *Broker) handleAlterPartition(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AlterPartitionRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	var aps []controller.AlterPartitionRequest
 	for _, rt := range req.Topics {
-		st := kmsg.NewAlterPartitionResponseTopic()
-		st.Topic, st.TopidID = rt.Topic, rt.TopicID // kmsg spells it TopidID
 		for _, rp := range rt.Partitions {
 			ap := controller.AlterPartitionRequest{
 				BrokerID:       req.BrokerID,
@@ -52,17 +55,37 @@ func (b *Broker) handleAlterPartition(ctx context.Context, r *protocol.Request) 
 					ap.NewISR = append(ap.NewISR, e.BrokerID)
 				}
 			}
+			aps = append(aps, ap)
+		}
+	}
+	// Every partition is decided in one step and committed in one
+	// metadata command (controller.AlterPartitions).
+	results, err := b.ctrl.AlterPartitions(ctx, aps)
+	if err == nil {
+		for _, res := range results {
+			if errors.Is(res.Err, kerr.StaleBrokerEpoch) {
+				err = res.Err // the same broker epoch for every partition
+				break
+			}
+		}
+	}
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
+	i := 0
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.Topic, st.TopidID = rt.Topic, rt.TopicID // kmsg spells it TopidID
+		for _, rp := range rt.Partitions {
+			res := results[i]
+			i++
 			sp := kmsg.NewAlterPartitionResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p, err := b.ctrl.AlterPartition(ctx, ap)
-			if errors.Is(err, kerr.NotController) || errors.Is(err, kerr.StaleBrokerEpoch) {
-				resp.ErrorCode = errorCode(err)
-				resp.Topics = nil
-				return resp, nil
-			}
-			if err != nil {
-				sp.ErrorCode = errorCode(err)
+			if res.Err != nil {
+				sp.ErrorCode = errorCode(res.Err)
 			} else {
+				p := res.Partition
 				sp.LeaderID, sp.LeaderEpoch, sp.PartitionEpoch = p.Leader, p.LeaderEpoch, p.PartitionEpoch
 				sp.ISR = p.ISR
 			}

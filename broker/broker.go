@@ -48,6 +48,11 @@ type Broker struct {
 
 	// image is the newest metadata image the broker has reconciled with.
 	image atomic.Pointer[controller.Image]
+	// reconcileMu serializes reconcile (the controller's apply goroutine,
+	// and New once before serving); reconcileAll, guarded by it, makes the
+	// next reconcile look at every topic (reconcile.go).
+	reconcileMu  sync.Mutex
+	reconcileAll bool
 
 	pids producerIDs
 

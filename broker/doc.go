@@ -19,11 +19,17 @@
 // Fetch requests carrying their replica id, one fetcher per source broker;
 // the leader tracks each follower's log end offset, keeps the high
 // watermark at the minimum over the ISR, and proposes ISR changes to the
-// controller with AlterPartition. Decisions of the controller are forwarded
-// to the active controller's broker when this node is not it (forward.go).
+// controller with AlterPartition, batching every pending proposal into one
+// request. Decisions of the controller are forwarded to the active
+// controller's broker when this node is not it (forward.go). Work done per
+// metadata command is proportional to what the command changed
+// (reconcile.go), and a Fetch long poll waits on one channel however many
+// partitions it names (fetch_wait.go), so a node holding 10,000 partitions
+// spends its idle time on fetch rounds, not on bookkeeping.
 //
-// Lock order: Broker.mu (the partition table) before partition.mu, then
-// logstore's own locks, then a fetcher's mutex (a leaf). None is held while
+// Lock order: Broker.reconcileMu before Broker.mu (the partition table)
+// before partition.mu, then logstore's own locks, then a fetcher's mutex
+// or the replica manager's alterMu (leaves). None is held while
 // waiting on the network or the controller; a follower append holds
 // partition.mu so a fetch answer that arrives after a leadership change
 // cannot be appended.

@@ -543,78 +543,101 @@ func (b *Broker) brokerEpoch() int64 {
 	return -1
 }
 
-// alterPartition is Controller.AlterPartition on the active controller: a
-// partition leader proposes a new ISR. The returned partition is the
-// controller's answer, and this node's image has applied it by the time
-// alterPartition returns.
-func (b *Broker) alterPartition(ctx context.Context, req controller.AlterPartitionRequest) (controller.Partition, error) {
+// alterPartitions proposes ISR changes of partitions this node leads to the
+// active controller, all in one AlterPartition request, and returns the
+// answer for each, parallel to reqs. The error is for the whole request
+// (NOT_CONTROLLER when no controller answered in time); the controller's
+// answer is in this node's image by the time it returns.
+func (b *Broker) alterPartitions(ctx context.Context, reqs []controller.AlterPartitionRequest) ([]controller.AlterPartitionResult, error) {
 	var (
-		result controller.Partition
-		err    error
+		results []controller.AlterPartitionResult
+		err     error
 	)
 	b.onController(ctx, func(ctx context.Context, id int32) bool {
 		if id == b.cfg.NodeID {
-			result, err = b.ctrl.AlterPartition(ctx, req)
+			results, err = b.ctrl.AlterPartitions(ctx, reqs)
 		} else {
-			result, err = b.forwardAlterPartition(ctx, id, req)
+			results, err = b.forwardAlterPartitions(ctx, id, reqs)
 		}
 		return isNotController(err)
 	})
-	return result, err
+	return results, err
 }
 
-func (b *Broker) forwardAlterPartition(ctx context.Context, id int32, ap controller.AlterPartitionRequest) (controller.Partition, error) {
+func (b *Broker) forwardAlterPartitions(ctx context.Context, id int32, aps []controller.AlterPartitionRequest) ([]controller.AlterPartitionResult, error) {
 	img := b.metadata()
-	topicID, topic := ap.TopicID, ap.Topic
-	if t := lookupTopic(img, topicID != ([16]byte{}), topic, topicID); t != nil {
-		topicID, topic = t.ID, t.Name
-	}
 	req := kmsg.NewPtrAlterPartitionRequest()
-	req.BrokerID, req.BrokerEpoch = ap.BrokerID, ap.BrokerEpoch
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.Topic, rt.TopicID = topic, topicID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch
-	rp.NewISR = slices.Clone(ap.NewISR)
-	for _, r := range ap.NewISR {
-		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		e.BrokerID, e.BrokerEpoch = r, -1
-		if br := img.Brokers[r]; br != nil {
-			e.BrokerEpoch = br.Epoch
+	req.BrokerID, req.BrokerEpoch = aps[0].BrokerID, aps[0].BrokerEpoch
+	// One request topic per run of proposals for the same topic, so the
+	// answer comes back in the order of aps.
+	topicIDs := make([][16]byte, len(aps))
+	for i, ap := range aps {
+		topicID, topic := ap.TopicID, ap.Topic
+		if t := lookupTopic(img, topicID != ([16]byte{}), topic, topicID); t != nil {
+			topicID, topic = t.ID, t.Name
 		}
-		rp.NewEpochISR = append(rp.NewEpochISR, e)
+		topicIDs[i] = topicID
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].TopicID != topicID || req.Topics[n-1].Topic != topic {
+			rt := kmsg.NewAlterPartitionRequestTopic()
+			rt.Topic, rt.TopicID = topic, topicID
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewAlterPartitionRequestTopicPartition()
+		rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch
+		rp.NewISR = slices.Clone(ap.NewISR)
+		for _, r := range ap.NewISR {
+			e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			e.BrokerID, e.BrokerEpoch = r, -1
+			if br := img.Brokers[r]; br != nil {
+				e.BrokerEpoch = br.Epoch
+			}
+			rp.NewEpochISR = append(rp.NewEpochISR, e)
+		}
+		rt := &req.Topics[len(req.Topics)-1]
+		rt.Partitions = append(rt.Partitions, rp)
 	}
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 
 	kresp, err := b.sendToController(ctx, id, req)
 	if err != nil {
-		return controller.Partition{}, transportError(err)
+		return nil, transportError(err)
 	}
 	resp := kresp.(*kmsg.AlterPartitionResponse)
 	if err := remoteError(resp.ErrorCode, nil); err != nil {
-		return controller.Partition{}, err
+		return nil, err
 	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return controller.Partition{}, fmt.Errorf("%w: the controller did not answer for the partition", kerr.UnknownServerError)
+	var answers []kmsg.AlterPartitionResponseTopicPartition
+	for _, rt := range resp.Topics {
+		answers = append(answers, rt.Partitions...)
 	}
-	sp := resp.Topics[0].Partitions[0]
-	if err := remoteError(sp.ErrorCode, nil); err != nil {
-		return controller.Partition{}, err
+	if len(answers) != len(aps) {
+		return nil, fmt.Errorf("%w: the controller answered for %d of %d partitions", kerr.UnknownServerError, len(answers), len(aps))
 	}
-	p := controller.Partition{
-		Partition:      sp.Partition,
-		ISR:            slices.Clone(sp.ISR),
-		Leader:         sp.LeaderID,
-		LeaderEpoch:    sp.LeaderEpoch,
-		PartitionEpoch: sp.PartitionEpoch,
-	}
-	// The answer has no replica list; the image, caught up with the
+	// The answer has no replica lists; the image, caught up with the
 	// controller's answer, has.
-	if t := lookupTopic(b.metadata(), true, "", topicID); t != nil && int(sp.Partition) < len(t.Partitions) {
-		p.Replicas = slices.Clone(t.Partitions[sp.Partition].Replicas)
+	img = b.metadata()
+	results := make([]controller.AlterPartitionResult, len(aps))
+	for i, sp := range answers {
+		if sp.Partition != aps[i].Partition {
+			results[i].Err = fmt.Errorf("%w: the controller answered for partition %d, not %d", kerr.UnknownServerError, sp.Partition, aps[i].Partition)
+			continue
+		}
+		if err := remoteError(sp.ErrorCode, nil); err != nil {
+			results[i].Err = err
+			continue
+		}
+		p := controller.Partition{
+			Partition:      sp.Partition,
+			ISR:            slices.Clone(sp.ISR),
+			Leader:         sp.LeaderID,
+			LeaderEpoch:    sp.LeaderEpoch,
+			PartitionEpoch: sp.PartitionEpoch,
+		}
+		if t := lookupTopic(img, true, "", topicIDs[i]); t != nil && int(sp.Partition) < len(t.Partitions) {
+			p.Replicas = slices.Clone(t.Partitions[sp.Partition].Replicas)
+		}
+		results[i].Partition = p
 	}
-	return p, nil
+	return results, nil
 }
 
 // controlledShutdown moves this broker's leaderships to other in-sync

@@ -44,6 +44,10 @@ type partition struct {
 	// follower's long poll waits for data beyond its own log end offset,
 	// which is above the high watermark.
 	appended chan struct{}
+	// hwWaiters and appendWaiters are the waiting fetches
+	// (fetch_wait.go) signalled with waiters and appended respectively.
+	hwWaiters     []*fetchWaiter
+	appendWaiters []*fetchWaiter
 
 	// Leader-only state (replica_leader.go), reset whenever this node
 	// becomes leader at a new leader epoch.
@@ -82,14 +86,16 @@ func (p *partition) highWatermark() int64 { return p.hw.Load() }
 
 // update applies what the metadata image says about this partition. An
 // image older than what an AlterPartition answer already told this leader
-// (same leader epoch, lower partition epoch) keeps the newer ISR.
-func (p *partition) update(self int32, mp *controller.Partition, minInsync int, now time.Time) {
+// (same leader epoch, lower partition epoch) keeps the newer ISR. It
+// reports whether the leader or leader epoch changed, which is what the
+// replica manager's fetchers depend on.
+func (p *partition) update(self int32, mp *controller.Partition, minInsync int, now time.Time) (leaderChanged bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.minInsync = minInsync
-	leaderChanged := p.leader != mp.Leader || p.leaderEpoch != mp.LeaderEpoch
+	leaderChanged = p.leader != mp.Leader || p.leaderEpoch != mp.LeaderEpoch
 	if !leaderChanged && mp.PartitionEpoch < p.partitionEpoch {
-		return
+		return false
 	}
 	if leaderChanged || mp.PartitionEpoch != p.partitionEpoch {
 		p.isrBlocked = false
@@ -113,6 +119,7 @@ func (p *partition) update(self int32, mp *controller.Partition, minInsync int, 
 	// The ISR or the leadership may have changed: acks=-1 waiters recheck.
 	p.wakeLocked()
 	p.advanceHighWatermarkLocked(self)
+	return leaderChanged
 }
 
 // state returns the leader and leader epoch under the lock.
@@ -179,12 +186,14 @@ func (p *partition) wake() {
 func (p *partition) wakeLocked() {
 	close(p.waiters)
 	p.waiters = make(chan struct{})
+	p.hwWaiters = signalWaiters(p.hwWaiters)
 }
 
 // wakeAppendedLocked wakes follower fetches. Lock should be held.
 func (p *partition) wakeAppendedLocked() {
 	close(p.appended)
 	p.appended = make(chan struct{})
+	p.appendWaiters = signalWaiters(p.appendWaiters)
 }
 
 // watch returns a channel closed at the next high watermark move.
@@ -192,11 +201,4 @@ func (p *partition) watch() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.waiters
-}
-
-// watchAppended returns a channel closed at the next append.
-func (p *partition) watchAppended() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.appended
 }

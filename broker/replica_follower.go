@@ -77,6 +77,12 @@ func (p *partition) clampHighWatermarkLocked() {
 // setFollowerHighWatermark takes the high watermark the leader reported,
 // capped by what this log holds (Kafka's min(leader HW, local LEO)).
 func (p *partition) setFollowerHighWatermark(leader int32, leaderHW int64) {
+	if leaderHW == p.hw.Load() {
+		// Nothing moved (an idle partition, every fetch round): the
+		// high watermark is never above the log end offset, so the
+		// capped value would be the same.
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.leader != leader {

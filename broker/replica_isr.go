@@ -3,14 +3,16 @@ package broker
 // The leader's ISR goroutine: every replica.lag.time.max.ms/2, and at once
 // when a fetch shows an out-of-sync follower caught up, it asks each
 // partition this node leads whether its ISR should change
-// (partition.proposeISRLocked) and proposes the change to the controller
-// with AlterPartition, off the request path. At most one proposal per
+// (partition.proposeISRLocked) and queues the proposal for runAlter, which
+// sends every queued proposal in one AlterPartition request, off the
+// request path (Kafka's AlterPartitionManager). At most one proposal per
 // partition is in flight; until it is answered the high watermark is
 // computed over the committed ISR plus any member being added.
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,7 +47,8 @@ func (rm *replicaManager) runISR(ctx context.Context) {
 	}
 }
 
-// checkISR proposes every ISR change due now.
+// checkISR proposes every ISR change due now: it marks each proposal in
+// flight and queues it for runAlter.
 func (rm *replicaManager) checkISR(ctx context.Context) {
 	b := rm.b
 	img := b.metadata()
@@ -65,6 +68,7 @@ func (rm *replicaManager) checkISR(ctx context.Context) {
 		parts = append(parts, p)
 	}
 	b.mu.RUnlock()
+	var proposals []alterProposal
 	for _, p := range parts {
 		p.mu.Lock()
 		next := p.proposeISRLocked(self, img, now, lag)
@@ -84,19 +88,106 @@ func (rm *replicaManager) checkISR(ctx context.Context) {
 			NewISR:         next,
 		}
 		p.mu.Unlock()
-		b.logger.Info("proposing ISR change", "topic", p.tp.Topic, "partition", p.tp.Partition, "isr", next, "leader_epoch", req.LeaderEpoch, "partition_epoch", req.PartitionEpoch)
-		rm.wg.Add(1)
-		go func() {
-			defer rm.wg.Done()
-			actx, cancel := context.WithTimeout(ctx, alterPartitionTimeout)
-			defer cancel()
-			mp, err := b.alterPartition(actx, req)
-			if err != nil {
-				b.logger.Info("ISR change not committed", "topic", req.Topic, "partition", req.Partition, "err", err)
-			}
-			p.alterDone(self, req.LeaderEpoch, mp, err)
-		}()
+		b.logger.Debug("proposing ISR change", "topic", p.tp.Topic, "partition", p.tp.Partition, "isr", next, "leader_epoch", req.LeaderEpoch, "partition_epoch", req.PartitionEpoch)
+		proposals = append(proposals, alterProposal{p: p, req: req})
 	}
+	if len(proposals) == 0 {
+		return
+	}
+	rm.alterMu.Lock()
+	rm.alterPending = append(rm.alterPending, proposals...)
+	rm.alterMu.Unlock()
+	select {
+	case rm.alterReady <- struct{}{}:
+	default:
+	}
+}
+
+// alterBatchMax bounds the proposals sent in one AlterPartition request,
+// which the controller commits as one metadata command; a restarted
+// follower of 10,000 partitions rejoins their ISRs in a handful of them.
+const alterBatchMax = 2000
+
+// alterProposal is one queued ISR proposal of a partition this node leads.
+type alterProposal struct {
+	p   *partition
+	req controller.AlterPartitionRequest
+}
+
+// runAlter sends the queued ISR proposals to the controller, batched, one
+// request at a time: Kafka's AlterPartitionManager. While a request is out,
+// new proposals queue up and go in the next one. A batch that failed for a
+// reason other than a stale proposal is proposed again, after a short
+// backoff, by the ISR check it kicks.
+func (rm *replicaManager) runAlter(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rm.alterReady:
+		}
+		for ctx.Err() == nil {
+			rm.alterMu.Lock()
+			n := min(len(rm.alterPending), alterBatchMax)
+			batch := slices.Clone(rm.alterPending[:n])
+			rm.alterPending = rm.alterPending[n:]
+			if len(rm.alterPending) == 0 {
+				rm.alterPending = nil
+			}
+			rm.alterMu.Unlock()
+			if n == 0 {
+				break
+			}
+			if rm.sendAlter(ctx, batch) {
+				t := time.NewTimer(replicaFetchBackoff)
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+				rm.b.kickISR()
+			}
+		}
+	}
+}
+
+// sendAlter proposes batch in one request and hands each partition its
+// answer. It reports whether some proposal failed for a reason that a
+// retry may cure (the controller was unreachable or changing hands).
+func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) (retry bool) {
+	b := rm.b
+	self := b.cfg.NodeID
+	reqs := make([]controller.AlterPartitionRequest, len(batch))
+	for i, pr := range batch {
+		reqs[i] = pr.req
+	}
+	actx, cancel := context.WithTimeout(ctx, alterPartitionTimeout)
+	results, err := b.alterPartitions(actx, reqs)
+	cancel()
+	failed := 0
+	var firstErr error
+	for i, pr := range batch {
+		var mp controller.Partition
+		perr := err
+		if err == nil {
+			mp, perr = results[i].Partition, results[i].Err
+		}
+		if perr != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = perr
+			}
+			retry = retry || !kerrIs(perr, kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion)
+		}
+		pr.p.alterDone(self, pr.req.LeaderEpoch, mp, perr)
+	}
+	if failed > 0 {
+		b.logger.Info("ISR changes not committed", "partitions", failed, "proposed", len(batch),
+			"first_topic", batch[0].req.Topic, "first_partition", batch[0].req.Partition, "err", firstErr)
+	} else {
+		b.logger.Info("ISR changes committed", "partitions", len(batch))
+	}
+	return retry && ctx.Err() == nil
 }
 
 // kerrIs reports whether err is any of the Kafka errors codes.

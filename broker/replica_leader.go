@@ -123,8 +123,13 @@ func (p *partition) recordFollowerFetch(self, id int32, brokerEpoch int64, fetch
 	if p.leader != self || !slices.Contains(p.replicas, id) || id == self {
 		return false, false
 	}
-	p.syncFollowersLocked(self, now)
 	f := p.followers[id]
+	if f == nil {
+		// update and alterDone keep the tracking in step with the
+		// replicas; this only covers a replica tracked nowhere yet.
+		p.syncFollowersLocked(self, now)
+		f = p.followers[id]
+	}
 	leo := p.log.LogEndOffset()
 	if fetchOffset > leo {
 		// Diverged or out of range: answered without records, and not

@@ -10,8 +10,8 @@ package broker
 //     one fetcher — one per source broker, batching all its partitions into
 //     one Fetch (replica_fetcher.go);
 //   - the fetchers themselves;
-//   - runISR: the leader's ISR checks (replica_isr.go) and the
-//     AlterPartition calls they start, at most one per partition.
+//   - runISR: the leader's ISR checks (replica_isr.go), and runAlter,
+//     which sends the proposals they queue to the controller in batches.
 //
 // Lock order: Broker.mu before partition.mu before fetcher.mu; the manager's
 // fetcher table is touched only by run, so it has no lock. No lock is held
@@ -33,7 +33,13 @@ type replicaManager struct {
 	kick    chan struct{} // the image changed; capacity 1
 	isrKick chan struct{} // a follower may join the ISR; capacity 1
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup // run, runISR, fetchers, AlterPartition calls
+	wg      sync.WaitGroup // run, runISR, runAlter, fetchers
+
+	// alterPending is the ISR proposals checkISR queued for runAlter;
+	// alterReady (capacity 1) says there are some. alterMu is a leaf lock.
+	alterMu      sync.Mutex
+	alterPending []alterProposal
+	alterReady   chan struct{}
 
 	// fetchers is owned by run.
 	fetchers map[int32]*fetcher
@@ -46,17 +52,18 @@ type replicaManager struct {
 func (b *Broker) startReplication(ctx context.Context) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	rm := &replicaManager{
-		b:        b,
-		kick:     make(chan struct{}, 1),
-		isrKick:  make(chan struct{}, 1),
-		cancel:   cancel,
-		fetchers: make(map[int32]*fetcher),
+		b:          b,
+		kick:       make(chan struct{}, 1),
+		isrKick:    make(chan struct{}, 1),
+		alterReady: make(chan struct{}, 1),
+		cancel:     cancel,
+		fetchers:   make(map[int32]*fetcher),
 	}
 	if !b.replicas.CompareAndSwap(nil, rm) {
 		cancel()
 		return
 	}
-	rm.wg.Add(2)
+	rm.wg.Add(3)
 	go func() {
 		defer rm.wg.Done()
 		rm.run(runCtx)
@@ -64,6 +71,10 @@ func (b *Broker) startReplication(ctx context.Context) {
 	go func() {
 		defer rm.wg.Done()
 		rm.runISR(runCtx)
+	}()
+	go func() {
+		defer rm.wg.Done()
+		rm.runAlter(runCtx)
 	}()
 }
 
@@ -104,11 +115,15 @@ func (b *Broker) kickISR() {
 	}
 }
 
+// run syncs the fetchers at start and whenever reconcile reports a change
+// of leadership, of the partitions held or of the brokers; the slow tick
+// only retries a sync that left a leader without a fetcher. Syncing looks
+// at every partition, so it is not done when nothing it depends on moved.
 func (rm *replicaManager) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	incomplete := rm.sync(ctx)
 	for {
-		rm.sync(ctx)
 		select {
 		case <-ctx.Done():
 			for id, f := range rm.fetchers {
@@ -118,18 +133,24 @@ func (rm *replicaManager) run(ctx context.Context) {
 			return
 		case <-rm.kick:
 		case <-t.C:
+			if !incomplete {
+				continue
+			}
 		}
+		incomplete = rm.sync(ctx)
 	}
 }
 
 // sync matches the fetchers to the partitions this node follows now: a
 // fetcher per leader, restarted if the leader's address changed, stopped
-// when it has nothing left to fetch.
-func (rm *replicaManager) sync(ctx context.Context) {
+// when it has nothing left to fetch. It reports whether some leader was
+// left without a fetcher (unknown broker, fetcher not started), to be
+// retried.
+func (rm *replicaManager) sync(ctx context.Context) (incomplete bool) {
 	b := rm.b
 	img := b.metadata()
 	if img == nil {
-		return
+		return true
 	}
 	self := b.cfg.NodeID
 	want := make(map[int32]map[logstore.TopicPartition]*followed)
@@ -157,18 +178,21 @@ func (rm *replicaManager) sync(ctx context.Context) {
 		if f == nil {
 			br := img.Brokers[id]
 			if br == nil {
+				incomplete = true
 				continue
 			}
 			var err error
 			f, err = rm.startFetcher(ctx, id, net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port))))
 			if err != nil {
 				b.logger.Warn("cannot start replica fetcher", "leader", id, "err", err)
+				incomplete = true
 				continue
 			}
 			rm.fetchers[id] = f
 		}
 		f.set(parts)
 	}
+	return incomplete
 }
 
 // ReplicaOffsets reports this node's replica of topic/partition: its log

@@ -42,33 +42,108 @@ type AlterPartitionRequest struct {
 //     change won; the leader must refresh its state and propose again);
 //   - INELIGIBLE_REPLICA when a new ISR member is fenced or shutting down.
 func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (Partition, error) {
-	c.decide.Lock()
-	defer c.decide.Unlock()
-	if err := c.requireLeader(); err != nil {
-		return Partition{}, err
-	}
-	img := c.Image()
-	t, p, change, err := decideAlterPartition(img, req)
+	results, err := c.AlterPartitions(ctx, []AlterPartitionRequest{req})
 	if err != nil {
 		return Partition{}, err
 	}
-	if change == nil {
-		return *p, nil
+	return results[0].Partition, results[0].Err
+}
+
+// AlterPartitionResult is the answer to one proposal of AlterPartitions:
+// the partition's state after it, or the error that refused it.
+type AlterPartitionResult struct {
+	Partition Partition
+	Err       error
+}
+
+// AlterPartitions decides many ISR proposals, as one AlterPartition request
+// carries them: a leader batches every proposal it has pending, as Kafka's
+// AlterPartitionManager does, so that a broker rejoining the ISRs of
+// thousands of partitions costs a few metadata commands, not one raft round
+// trip each. Each proposal is checked on its own, with AlterPartition's
+// errors; the accepted ones are committed together in one command (and the
+// reassignments they complete in a second). The results are parallel to
+// reqs. The error is for the whole request: NOT_CONTROLLER on a node that is
+// not the active controller, or a commit that failed, in which case no
+// proposal was committed. A partition named twice gets INVALID_REQUEST the
+// second time.
+func (c *Controller) AlterPartitions(ctx context.Context, reqs []AlterPartitionRequest) ([]AlterPartitionResult, error) {
+	c.decide.Lock()
+	defer c.decide.Unlock()
+	if err := c.requireLeader(); err != nil {
+		return nil, err
 	}
-	var cmd command = changePartitionsCmd{Changes: []partitionChange{*change}}
-	if rec, ok := completionOf(t.ID, p, change.ISR, liveness(img, nil)); ok {
-		// The last target replica joins the ISR: the reassignment
-		// completes in the same command (reassign.go).
-		cmd = reassignPartitionsCmd{Changes: []reassignmentRecord{rec}}
+	img := c.Image()
+	type key struct {
+		id [16]byte
+		p  int32
 	}
-	if err := c.apply(ctx, cmd); err != nil {
-		return Partition{}, err
+	results := make([]AlterPartitionResult, len(reqs))
+	keys := make([]key, len(reqs))
+	seen := make(map[key]bool, len(reqs))
+	var changes []partitionChange
+	var completions []reassignmentRecord
+	live := liveness(img, nil)
+	for i, req := range reqs {
+		t, p, change, err := decideAlterPartition(img, req)
+		if err == nil {
+			k := key{t.ID, p.Partition}
+			if seen[k] {
+				err = fmt.Errorf("%w: %s-%d proposed twice in one request", kerr.InvalidRequest, t.Name, p.Partition)
+			}
+			seen[k], keys[i] = true, k
+		}
+		switch {
+		case err != nil:
+			results[i].Err = err
+			keys[i].p = -1
+		case change == nil:
+			results[i].Partition = *p
+		default:
+			if rec, ok := completionOf(t.ID, p, change.ISR, live); ok {
+				// The last target replica joins the ISR: the
+				// reassignment completes in the same step
+				// (reassign.go).
+				completions = append(completions, rec)
+			} else {
+				changes = append(changes, *change)
+			}
+		}
 	}
-	nt := c.Image().TopicsByID[t.ID]
-	if nt == nil || int(req.Partition) >= len(nt.Partitions) {
-		return Partition{}, fmt.Errorf("%w: topic deleted", kerr.UnknownTopicOrPartition)
+	if len(changes) > 0 {
+		if err := c.apply(ctx, changePartitionsCmd{Changes: changes}); err != nil {
+			return nil, err
+		}
 	}
-	return *nt.Partitions[req.Partition], nil
+	if len(completions) > 0 {
+		if err := c.apply(ctx, reassignPartitionsCmd{Changes: completions}); err != nil {
+			if len(changes) > 0 {
+				// The ISR changes are committed; only the
+				// completions failed.
+				for i := range results {
+					if k := keys[i]; k.p >= 0 && slices.ContainsFunc(completions, func(r reassignmentRecord) bool { return r.TopicID == k.id && r.Partition == k.p }) {
+						results[i].Err = err
+						keys[i].p = -1
+					}
+				}
+			} else {
+				return nil, err
+			}
+		}
+	}
+	next := c.Image()
+	for i, k := range keys {
+		if k.p < 0 {
+			continue
+		}
+		t := next.TopicsByID[k.id]
+		if t == nil || int(k.p) >= len(t.Partitions) {
+			results[i].Err = fmt.Errorf("%w: topic deleted", kerr.UnknownTopicOrPartition)
+			continue
+		}
+		results[i].Partition = *t.Partitions[k.p]
+	}
+	return results, nil
 }
 
 // decideAlterPartition checks an AlterPartition proposal against img and

@@ -176,6 +176,70 @@ func TestClusterAlterPartitionAndUncleanElection(t *testing.T) {
 	})
 }
 
+// TestClusterAlterPartitionsBatch decides several proposals of one request
+// on their own: the valid ones commit together, a stale or repeated one
+// gets its own error, an unchanged ISR is answered with the current state.
+func TestClusterAlterPartitionsBatch(t *testing.T) {
+	tc := newTestCluster(t, 3, nil)
+	leaderID := tc.leader(5 * time.Second)
+	ctrl := tc.node(leaderID)
+	a, b := int32(1), int32(2)
+	if leaderID == a {
+		a = 3
+	} else if leaderID == b {
+		b = 3
+	}
+	res := ctrl.CreateTopics(testCtx(t), []CreateTopic{{Name: "batch", NumPartitions: -1, ReplicationFactor: -1,
+		Assignment: map[int32][]int32{0: {a, b}, 1: {a, b}, 2: {a, b}, 3: {a, b}}}}, false)
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	img := ctrl.Image()
+	proposal := func(partition int32, isr ...int32) AlterPartitionRequest {
+		p := img.Topics["batch"].Partitions[partition]
+		return AlterPartitionRequest{BrokerID: a, BrokerEpoch: img.Brokers[a].Epoch, TopicID: img.Topics["batch"].ID,
+			Partition: partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr}
+	}
+	stale := proposal(2, a)
+	stale.PartitionEpoch--
+	results, err := ctrl.AlterPartitions(testCtx(t), []AlterPartitionRequest{
+		proposal(0, a),    // shrink
+		proposal(1, a),    // shrink
+		stale,             // INVALID_UPDATE_VERSION
+		proposal(0, a),    // partition 0 again: INVALID_REQUEST
+		proposal(3, a, b), // unchanged
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []*kerr.Error{nil, nil, kerr.InvalidUpdateVersion, kerr.InvalidRequest, nil} {
+		if want == nil {
+			if results[i].Err != nil {
+				t.Fatalf("proposal %d: %v", i, results[i].Err)
+			}
+			continue
+		}
+		wantKafkaErr(t, results[i].Err, want)
+	}
+	before := img.Topics["batch"].Partitions
+	for _, i := range []int{0, 1} {
+		got := results[i].Partition
+		if !slices.Equal(got.ISR, []int32{a}) || got.PartitionEpoch != before[i].PartitionEpoch+1 {
+			t.Fatalf("partition %d after shrink: %+v", i, got)
+		}
+	}
+	if got := results[4].Partition; got.PartitionEpoch != before[3].PartitionEpoch || len(got.ISR) != 2 {
+		t.Fatalf("unchanged partition 3 answered %+v", got)
+	}
+	tc.waitAllImages(5*time.Second, "both shrinks applied", func(img *Image) bool {
+		t := img.Topics["batch"]
+		return t != nil && len(t.Partitions[0].ISR) == 1 && len(t.Partitions[1].ISR) == 1 && len(t.Partitions[2].ISR) == 2
+	})
+	// On a follower the whole request is NOT_CONTROLLER.
+	_, err = tc.node(a).AlterPartitions(testCtx(t), []AlterPartitionRequest{proposal(3, a)})
+	wantKafkaErr(t, err, kerr.NotController)
+}
+
 // TestClusterControlledShutdown moves a broker's leaderships away before it
 // stops and keeps it fenced while the same process still gossips.
 func TestClusterControlledShutdown(t *testing.T) {

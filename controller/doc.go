@@ -85,7 +85,8 @@
 // only if every change still matches the partition epoch it was decided
 // against, so decisions made on a stale image change nothing. Partition
 // leaders propose ISR changes with AlterPartition, checked as KRaft checks
-// them; a stopping broker calls ControlledShutdown to hand its leaderships
+// them, many per request (AlterPartitions): each proposal is decided on its
+// own and the accepted ones are committed in one command; a stopping broker calls ControlledShutdown to hand its leaderships
 // to other in-sync replicas before Close.
 //
 // # Reassignment

@@ -3,12 +3,16 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -147,9 +151,10 @@ func startRaft(o raftOptions) (*raftNode, error) {
 	conf.CommitTimeout = raftCommitTimeout
 
 	var (
-		trans closableTransport
-		addr  raft.ServerAddress
-		boot  raft.Configuration
+		trans   closableTransport
+		cluster *clusterTransport
+		addr    raft.ServerAddress
+		boot    raft.Configuration
 	)
 	if o.bindAddr == "" {
 		var mem *raft.InmemTransport
@@ -162,7 +167,9 @@ func startRaft(o raftOptions) (*raftNode, error) {
 			store.Close()
 			return nil, err
 		}
-		trans, addr = unpipelined{tcp}, tcp.LocalAddr()
+		ct := newClusterTransport(tcp)
+		cluster = ct
+		trans, addr = ct, tcp.LocalAddr()
 		conf.HeartbeatTimeout = raftClusterHeartbeatTimeout
 		conf.ElectionTimeout = raftClusterElectionTimeout
 		conf.LeaderLeaseTimeout = raftClusterLeaderLeaseTimeout
@@ -194,23 +201,121 @@ func startRaft(o raftOptions) (*raftNode, error) {
 		closeAll()
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
+	if cluster != nil {
+		cluster.raft.Store(r)
+	}
 	n := &raftNode{raft: r, store: store, trans: trans, addr: addr}
 	n.electSoleVoterNow(id)
 	return n, nil
 }
 
-// unpipelined is the TCP transport without AppendEntries pipelining, so
-// raft replicates one AppendEntries at a time to each follower. With the
-// pipeline, hashicorp/raft v1.8.0 can hang for good when a leader steps
-// down or shuts down while a follower stops answering: the sender blocks
-// handing its 129th request to a decoder that no longer reads, and the
-// pipeline that would release it is only closed after the sender returns
-// (seen as Broker.Close never returning in a test that killed the leader).
-// The metadata log is small; pipelining buys it nothing.
-type unpipelined struct{ *raft.NetworkTransport }
+// clusterTransport is the TCP transport with two changes to how
+// hashicorp/raft v1.8.0 uses it.
+//
+// No AppendEntries pipelining, so raft replicates one AppendEntries at a
+// time to each follower. With the pipeline, raft can hang for good when a
+// leader steps down or shuts down while a follower stops answering: the
+// sender blocks handing its 129th request to a decoder that no longer
+// reads, and the pipeline that would release it is only closed after the
+// sender returns (seen as Broker.Close never returning in a test that
+// killed the leader). The metadata log is small; pipelining buys it
+// nothing.
+//
+// Replication to a peer that cannot be reached is retried here, every
+// peerDownRetryEvery while this node leads and the peer keeps its address,
+// instead of failing at once.
+// raft backs off exponentially per consecutive failed AppendEntries (10 ms,
+// doubling, up to 10 s) and sends nothing during a backoff, so a broker
+// that restarted after a few seconds down waited up to as long again
+// before its raft received an entry, and with it its own registration:
+// most of a restart with many partitions. A connection refused or reset
+// is retried; a timeout (a peer that is there but hung) is not. Heartbeats
+// are never retried: raft caps their backoff at half the heartbeat timeout.
+type clusterTransport struct {
+	*raft.NetworkTransport
+	// raft is set once raft runs; retries stop when it no longer leads.
+	raft atomic.Pointer[raft.Raft]
+	// stop is closed when raft shuts down, ending retries.
+	stop     chan struct{}
+	stopOnce sync.Once
+}
 
-func (unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+const (
+	peerDownRetryEvery = 50 * time.Millisecond
+	// peerDownRetryFor bounds one AppendEntries call's retries, so a
+	// voter removed from the configuration does not hold its
+	// replication goroutine for long.
+	peerDownRetryFor = 30 * time.Second
+)
+
+func newClusterTransport(tcp *raft.NetworkTransport) *clusterTransport {
+	return &clusterTransport{NetworkTransport: tcp, stop: make(chan struct{})}
+}
+
+func (*clusterTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
 	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// AppendEntries sends one AppendEntries, retrying a replication request
+// while the peer refuses connections.
+func (t *clusterTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil || isHeartbeat(args) {
+		return err
+	}
+	give := time.Now().Add(peerDownRetryFor)
+	for err != nil && peerDown(err) && time.Now().Before(give) {
+		timer := time.NewTimer(peerDownRetryEvery)
+		select {
+		case <-t.stop:
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+		if !t.stillPeer(id, target) {
+			return err
+		}
+		err = t.NetworkTransport.AppendEntries(id, target, args, resp)
+	}
+	return err
+}
+
+// stillPeer reports whether this node still leads and replicates to id at
+// target: a broker that came back on another address, or left the
+// configuration, is raft's to reach again, not this retry's.
+func (t *clusterTransport) stillPeer(id raft.ServerID, target raft.ServerAddress) bool {
+	r := t.raft.Load()
+	if r == nil || r.State() != raft.Leader {
+		return false
+	}
+	fut := r.GetConfiguration()
+	if fut.Error() != nil {
+		return false
+	}
+	return slices.ContainsFunc(fut.Configuration().Servers, func(s raft.Server) bool { return s.ID == id && s.Address == target })
+}
+
+// shutdown ends retries in progress; raft's Shutdown waits for its
+// replication goroutines, which may be in one.
+func (t *clusterTransport) shutdown() {
+	t.stopOnce.Do(func() { close(t.stop) })
+}
+
+// isHeartbeat reports whether args is one of raft's heartbeats, which
+// carry no entries and no log position (as raft's transport tells them).
+func isHeartbeat(args *raft.AppendEntriesRequest) bool {
+	return len(args.Entries) == 0 && args.PrevLogEntry == 0 && args.PrevLogTerm == 0 && args.LeaderCommitIndex == 0
+}
+
+// peerDown reports whether err says the peer is not there (nothing
+// listens, or the connection it had broke), rather than there and slow.
+func peerDown(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // newTCPTransport listens for raft on bind and advertises advertise (or
@@ -262,6 +367,9 @@ func (n *raftNode) electSoleVoterNow(id raft.ServerID) {
 // shutdown stops raft and closes the stores. Raft must stop first: it may
 // be mid-write to the log.
 func (n *raftNode) shutdown() error {
+	if ct, ok := n.trans.(*clusterTransport); ok {
+		ct.shutdown()
+	}
 	err := n.raft.Shutdown().Error()
 	if cerr := n.trans.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -143,6 +143,34 @@ func (p *proc) memory() (rss, peak int64, err error) {
 	return rss, peak, nil
 }
 
+// openFiles returns how many descriptors the process has open and its
+// soft limit on them (/proc/<pid>/fd and /proc/<pid>/limits), so a run
+// shows whether raiseFileLimit reached the brokers and how close they
+// came to it.
+func (p *proc) openFiles() (open, limit int, err error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.pid()))
+	if err != nil {
+		return 0, 0, err
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.pid()))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			if limit, err = strconv.Atoi(f[0]); err != nil {
+				return 0, 0, fmt.Errorf("limits: %q: %w", line, err)
+			}
+			return len(fds), limit, nil
+		}
+	}
+	return 0, 0, errors.New("no Max open files in /proc limits")
+}
+
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times. It is
 // 100 on every Linux architecture Go supports; reading it with sysconf
 // would need cgo.

@@ -142,6 +142,11 @@ func (r *runner) scale(ctx context.Context) error {
 		}
 	}
 	r.set("scale_create_s", time.Since(start).Seconds())
+	for _, nd := range r.c.nodes {
+		if open, limit, err := nd.proc.openFiles(); err == nil {
+			r.res.note("%s workload 8: node %d holds %d open files with %d partitions (limit %d)", r.sys.name(), nd.id, open, n, limit)
+		}
+	}
 
 	if err := sleep(ctx, r.cfg.settle); err != nil {
 		return err
