@@ -28,8 +28,8 @@
 //	latency   2: produce latency p50 / p99 / p99.9 at a fixed rate, each
 //	          record timed from its intended send time, so a stall counts
 //	          for every record it delays (no coordinated omission).
-//	consume   3: consumer throughput reading the produce topic (topped up
-//	          to -consume-mib) from the beginning.
+//	consume   3: consumer throughput: -consume-mib written (untimed) to a
+//	          topic of its own, then read from the beginning.
 //	e2e       4: end-to-end latency, one record in flight: produce (acks=all)
 //	          and wait until a consumer sees it, then the next.
 //	failover  5: kill -9 of partition 0's leader to the next acknowledged

@@ -13,10 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Topics of the cluster workloads. Workloads 1 and 2 write to produceTopic
-// and workload 3 reads it back.
+// Topics of the cluster workloads. Workloads 1 and 2 write to
+// produceTopic; workload 3 writes consumeTopic and reads it back.
 const (
 	produceTopic    = "bench-produce"
+	consumeTopic    = "bench-consume"
 	e2eTopic        = "bench-e2e"
 	failoverTopic   = "bench-failover"
 	scaleTopic      = "bench-scale" // bench-scale-0, -1, …: see scaleTopics
@@ -88,7 +89,7 @@ func (r *runner) runAll(ctx context.Context) {
 func (r *runner) clusterWorkloads(ctx context.Context) {
 	w := r.cfg.workloads
 	needProduce := w["memory"] || w["produce"] || w["latency"] && r.cfg.rate == 0 && r.kafkaRate() == 0
-	if needProduce || w["consume"] {
+	if needProduce || w["latency"] {
 		if !r.do(ctx, "create topic", func(ctx context.Context) error {
 			return createTopic(ctx, r.c, produceTopic, benchPartitions, benchRF, 2*time.Minute)
 		}) {
