@@ -9,7 +9,7 @@
 // Kafka, sluice, sluice / Kafka, the goal — and draws the ratios
 // as a PNG chart.
 //
-//	go run ./bench/harness                     # everything, both systems (~15 min on 2 cores)
+//	go run ./bench/harness                     # everything, both systems (~9 min on 2 cores)
 //	go run ./bench/harness -quick              # a smoke run of everything (~1.5 min, most of it Kafka's JVMs)
 //	go run ./bench/harness -systems sluice -workloads produce -sluice-cpu-profile /tmp/prof
 //
