@@ -196,6 +196,15 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		limit = 0
 	}
 	sl, err := p.log.ReadSlice(rp.FetchOffset, int32(limit), maxOffset, first)
+	if err == nil && sl.Size > 0 {
+		if sl.Size >= spliceMinBytes {
+			sp.RecordBatches = resp.Bytes(sl.File, sl.Pos, sl.Size)
+		} else if data, rerr := sl.Bytes(); rerr != nil {
+			err = rerr
+		} else {
+			sp.RecordBatches = data
+		}
+	}
 	if err != nil {
 		if errors.Is(err, logstore.ErrOffsetOutOfRange) {
 			return changed, 0, kerr.OffsetOutOfRange
@@ -204,15 +213,6 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 	}
 	if sl.Size == 0 {
 		return changed, 0, nil
-	}
-	if sl.Size >= spliceMinBytes {
-		sp.RecordBatches = resp.Bytes(sl.File, sl.Pos, sl.Size)
-	} else {
-		sp.RecordBatches = make([]byte, sl.Size)
-		if _, err := sl.File.ReadAt(sp.RecordBatches, sl.Pos); err != nil {
-			// The segment went away under the read (retention).
-			return changed, 0, kerr.OffsetOutOfRange
-		}
 	}
 	if throttled {
 		b.throttle.leader.Record(int(sl.Size), b.now())

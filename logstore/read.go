@@ -33,15 +33,15 @@ type fileRange struct {
 // log end offset or at maxOffset returns no data; below the log start
 // offset or above the log end offset is ErrOffsetOutOfRange.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadResult, error) {
-	r, err := l.readRange(offset, maxBytes, maxOffset, minOneBatch)
-	if err != nil || r.size == 0 {
+	sl, err := l.ReadSlice(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil {
 		return ReadResult{FirstOffset: offset}, err
 	}
-	data := make([]byte, r.size)
-	if _, err := r.file.ReadAt(data, r.pos); err != nil {
-		return ReadResult{FirstOffset: offset}, readError(err)
+	data, err := sl.Bytes()
+	if err != nil || data == nil {
+		return ReadResult{FirstOffset: offset}, err
 	}
-	return ReadResult{Data: data, FirstOffset: r.firstOffset}, nil
+	return ReadResult{Data: data, FirstOffset: sl.FirstOffset}, nil
 }
 
 // readError classifies an error from reading a segment: a file closed under

@@ -29,3 +29,17 @@ func (l *Log) ReadSlice(offset int64, maxBytes int32, maxOffset int64, minOneBat
 	}
 	return Slice{File: r.file, Pos: r.pos, Size: r.size, FirstOffset: r.firstOffset, NextOffset: r.nextOffset}, nil
 }
+
+// Bytes reads the slice into memory (nil when it is empty). A segment
+// deleted since ReadSlice is ErrOffsetOutOfRange, any other failure
+// ErrKafkaStorage, as for Read.
+func (s Slice) Bytes() ([]byte, error) {
+	if s.Size == 0 {
+		return nil, nil
+	}
+	data := make([]byte, s.Size)
+	if _, err := s.File.ReadAt(data, s.Pos); err != nil {
+		return nil, readError(err)
+	}
+	return data, nil
+}
