@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 )
 
 // DefaultMaxRequestSize is Kafka's default socket.request.max.bytes (100 MiB).
@@ -108,9 +107,5 @@ func readBody(r io.Reader, size int) ([]byte, error) {
 // WriteFrame writes body with its int32 size prefix in one vectored write,
 // so the prefix costs neither a copy of body nor a separate packet.
 func WriteFrame(w io.Writer, body []byte) error {
-	var prefix [4]byte
-	binary.BigEndian.PutUint32(prefix[:], uint32(len(body)))
-	bufs := net.Buffers{prefix[:], body}
-	_, err := bufs.WriteTo(w)
-	return err
+	return memFrame(body).writeTo(w)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"syscall"
 )
 
@@ -12,21 +11,21 @@ import (
 // 0x7ffff000 bytes per call anyway.
 const maxSendfileChunk = 1 << 30
 
-// sendFile sends n bytes of file at off to nc with sendfile(2) and an
+// sendFile sends n bytes of file at off to w with sendfile(2) and an
 // explicit offset, so concurrent sends from one descriptor never share a
-// file position. It reports handled=false, having sent nothing, when nc is
+// file position. It reports handled=false, having sent nothing, when w is
 // not a socket or file not an operating-system file; the caller copies then.
 //
 // The file's descriptor is held (RawConn.Control) for the whole transfer, so
 // a Close racing with it (retention deleting the segment) cannot hand the
 // descriptor number to another file mid-send; the bytes are then still
 // those of the original file, or the transfer stops short and fails.
-func sendFile(nc net.Conn, file io.ReaderAt, off, n int64) (handled bool, err error) {
+func sendFile(w io.Writer, file io.ReaderAt, off, n int64) (handled bool, err error) {
 	src, ok := file.(syscall.Conn)
 	if !ok {
 		return false, nil
 	}
-	dst, ok := nc.(syscall.Conn)
+	dst, ok := w.(syscall.Conn)
 	if !ok {
 		return false, nil
 	}

@@ -4,11 +4,10 @@ package protocol
 
 import (
 	"io"
-	"net"
 )
 
 // sendFile is sendfile(2) on Linux; elsewhere file ranges are read and
 // written.
-func sendFile(nc net.Conn, file io.ReaderAt, off, n int64) (handled bool, err error) {
+func sendFile(w io.Writer, file io.ReaderAt, off, n int64) (handled bool, err error) {
 	return false, nil
 }

@@ -188,10 +188,10 @@ func readFull(sp *splice, dst []byte) error {
 	return nil
 }
 
-// writeTo writes the frame with its int32 size prefix to nc: runs of
+// writeTo writes the frame with its int32 size prefix to w: runs of
 // memory parts in one vectored write each, file parts with sendfile where
 // sendFile can, else by reading them into a buffer first.
-func (f *responseFrame) writeTo(nc net.Conn) error {
+func (f *responseFrame) writeTo(w io.Writer) error {
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(f.size))
 	bufs := net.Buffers{prefix[:]}
@@ -203,12 +203,12 @@ func (f *responseFrame) writeTo(nc net.Conn) error {
 			continue
 		}
 		if len(bufs) > 0 {
-			if _, err := bufs.WriteTo(nc); err != nil {
+			if _, err := bufs.WriteTo(w); err != nil {
 				return err
 			}
 			bufs = bufs[:0]
 		}
-		if handled, err := sendFile(nc, p.file.file, p.file.off, p.file.n); handled {
+		if handled, err := sendFile(w, p.file.file, p.file.off, p.file.n); handled {
 			if err != nil {
 				return err
 			}
@@ -221,12 +221,12 @@ func (f *responseFrame) writeTo(nc net.Conn) error {
 		if err := readFull(p.file, buf); err != nil {
 			return err
 		}
-		if _, err := nc.Write(buf); err != nil {
+		if _, err := w.Write(buf); err != nil {
 			return err
 		}
 	}
 	if len(bufs) > 0 {
-		if _, err := bufs.WriteTo(nc); err != nil {
+		if _, err := bufs.WriteTo(w); err != nil {
 			return err
 		}
 	}
