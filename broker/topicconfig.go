@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
@@ -54,7 +55,22 @@ func (b *Broker) logConfig(img *controller.Image, t *controller.Topic) (logstore
 	i64("file.delete.delay.ms", &cfg.FileDeleteDelayMs)
 	i32("max.message.bytes", &cfg.MaxMessageBytes)
 	cfg.LogAppendTime = eff["message.timestamp.type"] == "LogAppendTime"
+	cfg.CleanupDelete = cleanupDeletes(eff["cleanup.policy"])
 	return cfg, errors.Join(errs...)
+}
+
+// cleanupDeletes reports whether a cleanup.policy list ("delete",
+// "compact", "compact,delete") includes delete, the policy under which
+// Kafka applies retention.ms and retention.bytes. The effective config
+// always holds the key (the topic's value, else log.cleanup.policy), so an
+// empty list means neither, and nothing is trimmed by age or size.
+func cleanupDeletes(policy string) bool {
+	for _, p := range strings.Split(policy, ",") {
+		if strings.TrimSpace(p) == "delete" {
+			return true
+		}
+	}
+	return false
 }
 
 // minInsyncReplicas is the topic's min.insync.replicas.

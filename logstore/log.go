@@ -46,6 +46,12 @@ type Config struct {
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
 	MaxMessageBytes    int32 // max.message.bytes
 	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
+	// CleanupDelete is cleanup.policy including "delete" (Kafka's default,
+	// and "compact,delete"): only then do retention.ms and retention.bytes
+	// trim the log. A compact-only log keeps every segment until
+	// compaction bounds it, as Kafka's does; DeleteRecords still moves its
+	// log start offset.
+	CleanupDelete bool
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -59,6 +65,7 @@ func DefaultConfig() Config {
 		SegmentIndexBytes:  10 << 20,
 		FileDeleteDelayMs:  60000,
 		MaxMessageBytes:    1048588,
+		CleanupDelete:      true,
 	}
 }
 

@@ -15,6 +15,11 @@ import (
 //   - log start offset: the next segment starts at or below it (after
 //     DeleteRecords).
 //
+// The first two apply only when cleanup.policy includes delete
+// (Config.CleanupDelete): a compact-only log, such as __consumer_offsets
+// or a Kafka Streams changelog, is never trimmed by age or size, whatever
+// its retention.ms says. The third applies to every log, as in Kafka.
+//
 // Only segments wholly below the high watermark go, and an empty active
 // segment never does. If every segment must go the log first rolls, so the
 // log always keeps an (empty) active segment at the log end offset.
@@ -40,7 +45,7 @@ func (l *Log) retain(now time.Time, highWatermark int64) (int, error) {
 		return len(segs)
 	}
 	n := 0
-	if cfg.RetentionMs >= 0 {
+	if cfg.CleanupDelete && cfg.RetentionMs >= 0 {
 		n = max(n, prefix(func(_ int, s *segment) bool {
 			ts := s.maxTimestamp
 			if ts < 0 {
@@ -49,7 +54,7 @@ func (l *Log) retain(now time.Time, highWatermark int64) (int, error) {
 			return nowMs-ts <= cfg.RetentionMs
 		}))
 	}
-	if cfg.RetentionBytes >= 0 {
+	if cfg.CleanupDelete && cfg.RetentionBytes >= 0 {
 		var total int64
 		for _, s := range segs {
 			total += s.size

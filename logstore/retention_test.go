@@ -194,3 +194,51 @@ func TestRemovePartition(t *testing.T) {
 	}
 	e.close()
 }
+
+// TestRetentionSkipsCompactOnlyLogs checks that cleanup.policy=compact
+// turns time and size retention off (old segments stay however old their
+// records are), that DeleteRecords still moves the log start, and that
+// switching the policy to compact,delete trims at the next pass.
+func TestRetentionSkipsCompactOnlyLogs(t *testing.T) {
+	e := newTestEnv(t)
+	cfg := DefaultConfig()
+	b := simpleBatch(t, 1, 0)
+	cfg.SegmentBytes = 2 * int64(len(b))
+	cfg.RetentionMs = 1000
+	cfg.RetentionBytes = int64(len(b))
+	cfg.FileDeleteDelayMs = 0
+	cfg.CleanupDelete = false
+	l := e.openLog(cfg)
+	day := int64(24 * time.Hour / time.Millisecond)
+	old := e.clock.Now().UnixMilli() - 8*day // records 8 days old
+	for i := 0; i < 7; i++ {                 // segments of 2,2,2,1 batches
+		mustAppend(t, l, simpleBatch(t, 1, old+int64(i)), 0)
+	}
+	for i := 0; i < 3; i++ {
+		e.clock.Advance(time.Hour)
+		if err := e.dir.Maintain(e.clock.Now(), noHW); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.LogStartOffset() != 0 || len(l.Segments()) != 4 || len(readAll(t, l, 0)) != 7 {
+		t.Fatalf("compact-only log trimmed: start %d segments %+v", l.LogStartOffset(), l.Segments())
+	}
+	if start, err := l.DeleteRecordsBefore(2); err != nil || start != 2 {
+		t.Fatalf("DeleteRecordsBefore on a compact-only log: %d %v", start, err)
+	}
+	if err := e.dir.Maintain(e.clock.Now(), noHW); err != nil {
+		t.Fatal(err)
+	}
+	if segs := l.Segments(); l.LogStartOffset() != 2 || segs[0].BaseOffset != 2 {
+		t.Fatalf("after DeleteRecords: start %d segments %+v", l.LogStartOffset(), segs)
+	}
+	cfg.CleanupDelete = true // cleanup.policy=compact,delete
+	l.SetConfig(cfg)
+	if err := e.dir.Maintain(e.clock.Now(), noHW); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 7 {
+		t.Fatalf("compact,delete log not trimmed: start %d segments %+v", l.LogStartOffset(), l.Segments())
+	}
+	e.close()
+}
