@@ -148,9 +148,9 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	if rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions) {
 		return nil, 0, 0, kerr.UnknownTopicOrPartition
 	}
-	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
-	if p == nil {
-		return nil, 0, 0, kerr.NotLeaderForPartition
+	p, err := b.hostedReplica(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	leader, epoch := p.state()
 	if leader != b.cfg.NodeID {

@@ -111,9 +111,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *protocol.Request)
 // writeTxnMarker appends m's marker to tp as its leader and returns the
 // replica, the leader epoch it appended at and the marker's offset.
 func (b *Broker) writeTxnMarker(tp logstore.TopicPartition, m *kmsg.WriteTxnMarkersRequestMarker, version int16) (*partition, int32, int64, error) {
-	p := b.partition(tp)
-	if p == nil {
-		return nil, 0, 0, kerr.NotLeaderForPartition
+	p, err := b.hostedReplica(tp)
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	leader, epoch := p.state()
 	if leader != b.cfg.NodeID {

@@ -44,9 +44,9 @@ func (b *Broker) describeProducers(known bool, tp logstore.TopicPartition, sp *k
 	if !known {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	p := b.partition(tp)
-	if p == nil {
-		return kerr.NotLeaderForPartition.Code
+	p, err := b.hostedReplica(tp)
+	if err != nil {
+		return errorCode(err)
 	}
 	if leader, _ := p.state(); leader != b.cfg.NodeID {
 		return kerr.NotLeaderForPartition.Code

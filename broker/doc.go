@@ -12,6 +12,15 @@
 // changes) are handed to the controller, which commits them to the metadata
 // log before the handler answers.
 //
+// A replica whose log fails to open (an I/O error, not a missing directory)
+// is offline until the next start: logstore keeps its files as they are,
+// reconcile creates no log in its place and no fetcher fills it, and it
+// answers KAFKA_STORAGE_ERROR (hostedReplica in lookup.go) whether this
+// node leads it or follows. Start-up deletes a log on disk only once it
+// has opened cleanly and the caught-up metadata does not assign it here
+// (removeOrphans). The controller is not told yet: an offline leader keeps
+// its leadership (serving nothing) until it restarts or is fenced.
+//
 // Errors reach clients as Kafka error codes; errorCode in errors.go is the one
 // place where internal errors become codes.
 //

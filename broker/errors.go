@@ -33,6 +33,8 @@ func errorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, logstore.ErrRecordListTooLarge):
 		return kerr.RecordListTooLarge.Code
+	case errors.Is(err, logstore.ErrLogOffline):
+		return kerr.KafkaStorageError.Code
 	case errors.Is(err, logstore.ErrLogClosed):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, logstore.ErrKafkaStorage):

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -93,9 +94,9 @@ func (b *Broker) leaderReplica(topic *controller.Topic, partition, currentEpoch 
 	if topicPartition(topic, partition) == nil {
 		return nil, 0, kerr.UnknownTopicOrPartition
 	}
-	p := b.partition(logstore.TopicPartition{Topic: topic.Name, Partition: partition})
-	if p == nil {
-		return nil, 0, kerr.NotLeaderForPartition
+	p, err := b.hostedReplica(logstore.TopicPartition{Topic: topic.Name, Partition: partition})
+	if err != nil {
+		return nil, 0, err
 	}
 	leader, epoch := p.state()
 	if leader != b.cfg.NodeID {
@@ -110,4 +111,19 @@ func (b *Broker) leaderReplica(topic *controller.Topic, partition, currentEpoch 
 		}
 	}
 	return p, epoch, nil
+}
+
+// hostedReplica returns this node's replica of tp. Without one the answer
+// is NOT_LEADER_OR_FOLLOWER, except for a replica whose log failed to open:
+// that one is offline and answers KAFKA_STORAGE_ERROR (the error says which
+// directory and why), as Kafka's offline log dirs do, whether this node
+// leads the partition or not.
+func (b *Broker) hostedReplica(tp logstore.TopicPartition) (*partition, error) {
+	if p := b.partition(tp); p != nil {
+		return p, nil
+	}
+	if err := b.dir.Offline(tp); err != nil {
+		return nil, fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+	}
+	return nil, kerr.NotLeaderForPartition
 }

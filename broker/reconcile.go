@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"maps"
 	"slices"
 
@@ -83,6 +84,12 @@ func (b *Broker) reconcile(img *controller.Image) {
 			}
 			if p == nil {
 				log, err := b.dir.Open(tp, t.ID, logCfg)
+				if errors.Is(err, logstore.ErrLogOffline) {
+					// Offline until the next start (the Dir logged
+					// why): no empty log takes its place, no fetcher
+					// fills it, clients get KAFKA_STORAGE_ERROR.
+					continue
+				}
 				if err != nil {
 					b.logger.Error("cannot open partition log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 					b.reconcileAll = true // try again at the next image
@@ -180,16 +187,65 @@ func (b *Broker) dropPartition(tp logstore.TopicPartition) {
 	}
 }
 
-// removeOrphans deletes logs found on disk for partitions the metadata no
-// longer assigns to this node (their topic was deleted while it was down).
+// removeOrphans deletes the logs on disk that the metadata does not assign
+// to this node: their topic was deleted (or deleted and recreated, so the
+// directory holds another topic id), or the partition moved away, while
+// the node was down. New calls it once, after controller.Open returned,
+// which is when this node's image has caught up with the controller's log;
+// an image still replaying the log could miss a topic the log creates
+// later.
+//
+// Only a log that opens cleanly is deleted: it is opened (recovered if
+// need be) before anything is decided, and one that fails to open is
+// offline and kept as it is (Kafka never deletes data it could not read).
+// A partition this node hosts, or whose log is offline, is not an orphan.
+// It runs under reconcileMu, so no reconcile opens a log while it decides.
 func (b *Broker) removeOrphans() {
+	b.reconcileMu.Lock()
+	img, self := b.metadata(), b.cfg.NodeID
+	if img == nil {
+		b.reconcileMu.Unlock()
+		return
+	}
+	readopt := false
 	for _, tp := range b.dir.Partitions() {
-		if b.partition(tp) == nil {
-			b.logger.Info("removing log of a partition no longer assigned here", "topic", tp.Topic, "partition", tp.Partition)
-			if err := b.dir.Remove(tp); err != nil {
-				b.logger.Warn("cannot remove orphan log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			}
+		if b.partition(tp) != nil || b.dir.Offline(tp) != nil {
+			continue
 		}
+		log, err := b.dir.Open(tp, [16]byte{}, logstore.DefaultConfig())
+		if err != nil {
+			if !errors.Is(err, logstore.ErrLogOffline) {
+				b.logger.Warn("keeping a log that is not assigned here but does not open", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			}
+			continue
+		}
+		t := img.Topics[tp.Topic]
+		mp := topicPartition(t, tp.Partition)
+		assigned := mp != nil && slices.Contains(mp.Replicas, self)
+		var zero [16]byte
+		if assigned && (log.TopicID() == zero || log.TopicID() == t.ID) {
+			// Assigned here after all: the reconcile below adopts it.
+			if cfg, err := b.logConfig(img, t); err == nil {
+				log.SetConfig(cfg)
+			}
+			readopt = true
+			continue
+		}
+		b.logger.Info("removing log of a partition no longer assigned here", "topic", tp.Topic, "partition", tp.Partition)
+		if err := b.dir.Remove(tp); err != nil {
+			b.logger.Warn("cannot remove orphan log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+		// A topic deleted and recreated under the same name while this
+		// node was down: the reconcile below gives the new topic's
+		// replica its (empty) log now, not at the next metadata change.
+		readopt = readopt || assigned
+	}
+	if readopt {
+		b.reconcileAll = true
+	}
+	b.reconcileMu.Unlock()
+	if readopt {
+		b.reconcile(b.ctrl.Image())
 	}
 }
 

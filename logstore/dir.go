@@ -40,7 +40,11 @@ type Dir struct {
 	mu     sync.Mutex
 	logs   map[TopicPartition]*Log
 	closed bool
-	stats  RecoveryStats
+	// offline holds the partitions whose log failed to open, with the
+	// error (wrapping ErrLogOffline); they stay offline until the next
+	// OpenDir, as a Kafka log dir does until the broker restarts.
+	offline map[TopicPartition]error
+	stats   RecoveryStats
 	// Last known checkpoint values, including partitions not opened yet,
 	// so a checkpoint written before they are opened does not lose them.
 	recoveryPoints  map[TopicPartition]int64
@@ -55,7 +59,7 @@ type Dir struct {
 // interrupted.
 func OpenDir(path string, opts Options) (*Dir, error) {
 	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger,
-		logs: make(map[TopicPartition]*Log)}
+		logs: make(map[TopicPartition]*Log), offline: make(map[TopicPartition]error)}
 	if d.fsys == nil {
 		d.fsys = OSFS{}
 	}
@@ -184,6 +188,11 @@ func (d *Dir) Partitions() []TopicPartition {
 // configuration; use Log.SetConfig. A zero topicID adopts the id stored in
 // partition.metadata; a different stored id is ErrInconsistentTopicID.
 // Recovery runs under the Dir's lock, so Opens are serialized.
+//
+// Any other failure takes the partition offline: the error, which wraps
+// ErrLogOffline and the cause, is logged once with the partition's
+// directory, and every later Open of tp returns it without touching the
+// files, so a log that could not be read is never recreated empty.
 func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
 	if _, ok := parsePartitionDir(tp.String()); !ok {
 		return nil, fmt.Errorf("logstore: invalid partition name %q", tp.String())
@@ -192,6 +201,9 @@ func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrLogClosed
+	}
+	if err := d.offline[tp]; err != nil {
+		return nil, err
 	}
 	var zero [16]byte
 	if l := d.logs[tp]; l != nil {
@@ -204,12 +216,40 @@ func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error
 		recoveryPoint: d.recoveryPoints[tp], logStart: d.logStartOffsets[tp], clean: d.hadClean})
 	d.stats.SegmentsScanned += stats.SegmentsScanned
 	d.stats.BytesTruncated += stats.BytesTruncated
+	if errors.Is(err, ErrInconsistentTopicID) {
+		return nil, err
+	}
 	if err != nil {
+		path := filepath.Join(d.path, tp.String())
+		err = fmt.Errorf("%w: %s: %w", ErrLogOffline, path, err)
+		d.offline[tp] = err
+		d.logger.Error("logstore: partition log failed to open; it is offline and its files are kept as they are until the next start",
+			"partition", tp.String(), "dir", path, "err", err)
 		return nil, err
 	}
 	l.onLogStartChange = d.checkpointLogStartOffsets
 	d.logs[tp] = l
 	return l, nil
+}
+
+// Offline returns the error that took tp offline (wrapping ErrLogOffline),
+// or nil if tp is not offline.
+func (d *Dir) Offline(tp TopicPartition) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.offline[tp]
+}
+
+// OfflinePartitions returns every offline partition with its error. The
+// map is the caller's.
+func (d *Dir) OfflinePartitions() map[TopicPartition]error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[TopicPartition]error, len(d.offline))
+	for tp, err := range d.offline {
+		out[tp] = err
+	}
+	return out
 }
 
 // Log returns the open log of tp, or nil.
@@ -231,11 +271,16 @@ func (d *Dir) openLogs() map[TopicPartition]*Log {
 
 // Remove deletes a partition: its log is closed, its directory renamed to
 // "<topic>-<partition>.<uuid>-delete" (so a crash mid-removal cannot leave
-// a half-deleted partition that looks alive) and then removed.
+// a half-deleted partition that looks alive) and then removed. An offline
+// partition is not touched: Remove returns its ErrLogOffline error.
 func (d *Dir) Remove(tp TopicPartition) error {
 	d.ckMu.Lock()
 	defer d.ckMu.Unlock()
 	d.mu.Lock()
+	if err := d.offline[tp]; err != nil {
+		d.mu.Unlock()
+		return err
+	}
 	l := d.logs[tp]
 	delete(d.logs, tp)
 	delete(d.recoveryPoints, tp)
@@ -371,7 +416,9 @@ func (d *Dir) Maintain(now time.Time, highWatermark func(TopicPartition) int64) 
 
 // Close flushes and closes every log, writes the checkpoints and the
 // clean-shutdown marker (only if all of that succeeded, so the next start
-// recovers otherwise) and releases the lock.
+// recovers otherwise) and releases the lock. After an unclean start with
+// partitions offline no marker is written either: those logs were never
+// recovered, and the next start must not trust them as cleanly closed.
 func (d *Dir) Close(highWatermarks map[TopicPartition]int64) error {
 	d.ckMu.Lock()
 	defer d.ckMu.Unlock()
@@ -388,7 +435,10 @@ func (d *Dir) Close(highWatermarks map[TopicPartition]int64) error {
 			err = errors.Join(err, cerr)
 		}
 	}
-	if err == nil {
+	d.mu.Lock()
+	unrecovered := !d.hadClean && len(d.offline) > 0
+	d.mu.Unlock()
+	if err == nil && !unrecovered {
 		err = writeFileAtomic(d.fsys, filepath.Join(d.path, cleanShutdownFile), nil)
 	}
 	return errors.Join(err, d.lock.Close())

@@ -123,6 +123,18 @@
 // on, checks it, cuts the log at the first torn or corrupt batch and
 // rebuilds the indexes and the leader-epoch cache.
 //
+// A log that fails to open for any other reason (an I/O error, "too many
+// open files", a file that cannot be read) is offline until the next
+// OpenDir: Dir.Open returns ErrLogOffline for it without touching its
+// files again, Dir.Remove refuses it, and a Dir with an offline log that
+// was never recovered writes no clean-shutdown marker. Data that could not
+// be read is never deleted or recreated empty; Kafka takes the log dir
+// offline for the same reason.
+//
+// Retention (retention.go) trims by age and size only logs whose
+// cleanup.policy includes delete (Config.CleanupDelete); DeleteRecords
+// moves the log start offset of every log.
+//
 // A segment keeps one file open, its .log. Its .index and .timeindex
 // entries are kept in memory as they are added and written to the files,
 // through a descriptor opened for the write, when the segment is rolled or
@@ -143,7 +155,8 @@
 //
 // # Not implemented yet
 //
-// Log compaction (cleanup.policy=compact), per-record validation of
+// Log compaction (a compact-only log is simply never trimmed by
+// retention for now), per-record validation of
 // produced batches (Kafka decompresses and checks every record; sluice
 // checks batch headers and CRCs only), timestamp-difference checks
 // (message.timestamp.*.max.ms), parallel recovery of partitions and

@@ -22,6 +22,12 @@ var (
 	// remembers the error and returns it from every later write, because the
 	// on-disk state is unknown until the log is reopened and recovered.
 	ErrKafkaStorage = errors.New("logstore: storage error")
+	// ErrLogOffline: KAFKA_STORAGE_ERROR. A partition log that failed to
+	// open (an I/O error, not a missing directory) is offline until the
+	// process restarts: Dir.Open returns this error for it without
+	// touching its files again, and Dir.Remove refuses to delete it, so
+	// data that could not be read is never deleted or recreated empty.
+	ErrLogOffline = errors.New("logstore: log offline")
 	// ErrDirLocked is returned by OpenDir when another process (or another
 	// Dir in this process) holds the directory's .lock file.
 	ErrDirLocked = errors.New("logstore: log directory is locked")
