@@ -129,8 +129,16 @@ func startProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 // be ready (nodes of a cluster must start together); call waitReady.
 func spawnProc(t *testing.T, addr, cwd string, args ...string) *sluiceProc {
 	t.Helper()
+	return spawnCmd(t, addr, cwd, exec.Command(sluiceBin, args...))
+}
+
+// spawnCmd is spawnProc for a command that runs the binary some other way
+// (through a shell that lowers a limit first, say); it must exec the
+// binary in the same process so that signals reach it.
+func spawnCmd(t *testing.T, addr, cwd string, cmd *exec.Cmd) *sluiceProc {
+	t.Helper()
 	p := &sluiceProc{t: t, addr: addr, stderr: &lockedBuffer{}, stdout: &lockedBuffer{}, done: make(chan struct{}), readyc: make(chan string, 1)}
-	p.cmd = exec.Command(sluiceBin, args...)
+	p.cmd = cmd
 	p.cmd.Dir = cwd
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
