@@ -3,7 +3,9 @@
 #
 # Installs what is missing (kcat through apt, Kafka's tool jars through
 # Maven, Go modules), then runs, timing each step: gofmt, go vet, go test
-# ./..., a short fuzz of the protocol decoder, the compat rows (compat/:
+# ./..., the fault-injection suite's short form (chaos/, as root: nodes in
+# network namespaces, links cut with iptables), a short fuzz of the
+# protocol decoder, the compat rows (compat/:
 # franz-go's kgo suite, kcat, Kafka's Java tools and other clients against a
 # freshly built ./cmd/sluice), and a -quick run of the performance harness
 # (bench/harness) against sluice and Kafka. Every step runs even after one
@@ -77,6 +79,20 @@ install_tools() {
 			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null ||
 			ok=1
 	fi
+	# iptables and ip: the chaos step (chaos/, issue 13) runs each node in
+	# a network namespace and cuts links between them with iptables rules.
+	if ! command -v iptables >/dev/null && [ ! -x /usr/sbin/iptables ]; then
+		echo "iptables missing: installing it with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null ||
+			ok=1
+	fi
+	if ! command -v ip >/dev/null && [ ! -x /usr/sbin/ip ]; then
+		echo "ip missing: installing iproute2 with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null ||
+			ok=1
+	fi
 	# confluent-kafka for Python (the py-confluent compat row) from Debian,
 	# for Debian's own python3: a pyenv or venv python3 earlier on PATH does
 	# not see it, so the row runs /usr/bin/python3.
@@ -119,9 +135,20 @@ check_gofmt() {
 go_test_all() {
 	local race=()
 	[ "${SLUICE_RACE:-}" = 1 ] && race=(-race)
-	# The compat rows and the bench smoke run have their own steps; make sure
-	# they stay skipped here.
-	env -u SLUICE_COMPAT -u SLUICE_BENCH_SMOKE go test "${race[@]}" -timeout 20m ./...
+	# The compat rows, the chaos suite and the bench smoke run have their
+	# own steps; make sure they stay skipped here.
+	env -u SLUICE_COMPAT -u SLUICE_BENCH_SMOKE SLUICE_CHAOS=skip go test "${race[@]}" -timeout 20m ./...
+}
+
+chaos_short() {
+	# The short form of the fault-injection suite (chaos/doc.go): a few
+	# scenarios on three-node clusters in network namespaces, which need
+	# root. Without root or sudo it runs as is and skips, saying why.
+	local run=()
+	if [ "$(id -u)" = 0 ] || command -v sudo >/dev/null; then
+		run=(as_root env "PATH=$PATH" "GOMODCACHE=$(go env GOMODCACHE)")
+	fi
+	"${run[@]}" env -u SLUICE_CHAOS go test -count=1 -v -timeout 15m -run '^TestChaos$' ./chaos/
 }
 
 fuzz_serve() {
@@ -158,6 +185,7 @@ step setup install_tools
 step gofmt check_gofmt
 step vet go vet ./...
 step test go_test_all
+step chaos chaos_short
 step fuzz fuzz_serve
 if [ "${SLUICE_SKIP_COMPAT:-}" = 1 ]; then
 	echo
