@@ -16,9 +16,11 @@ import (
 // conn is one client connection, owned by the goroutine running serve: only
 // it reads, writes and closes nc (Shutdown's forced close aside).
 type conn struct {
-	srv  *Server
-	nc   net.Conn
-	info ConnInfo
+	srv *Server
+	nc  net.Conn
+	// closed ends info.Context once nc is closed.
+	closed context.CancelFunc
+	info   ConnInfo
 
 	mu      sync.Mutex
 	reading bool // waiting for or reading a request frame
@@ -67,6 +69,7 @@ func (c *conn) endRead() {
 func (c *conn) serve(ctx context.Context) {
 	log := c.srv.logger().With("conn", c.info.ID, "remote", addrString(c.info.Remote))
 	defer c.srv.removeConn(c)
+	defer c.closed()
 	defer c.nc.Close()
 	// A panic here is a bug, most likely in a handler, possibly reached
 	// through client bytes; it must cost this connection, not the process.

@@ -17,6 +17,21 @@ type ConnInfo struct {
 	ID     uint64
 	Remote net.Addr
 	Local  net.Addr
+	// ctx ends when the server has closed the connection; nil for a
+	// ConnInfo made outside a Server (tests), which never ends.
+	ctx context.Context
+}
+
+// Context returns a context that is cancelled once the connection is
+// closed, for whatever reason: the peer closed it or died (its kernel
+// closes the socket), the server shut down, or a handler error closed it.
+// A broker's heartbeat session uses it to learn at once that the broker
+// process behind the connection is gone.
+func (c *ConnInfo) Context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
 }
 
 // Request is one decoded request.

@@ -143,19 +143,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // server is already shutting down. The WaitGroup Add happens under mu with
 // closing false, so it always precedes Shutdown's Wait.
 func (s *Server) startConn(ctx context.Context, nc net.Conn) {
+	connCtx, closed := context.WithCancel(context.Background())
 	c := &conn{
-		srv: s,
-		nc:  nc,
+		srv:    s,
+		nc:     nc,
+		closed: closed,
 		info: ConnInfo{
 			ID:     s.nextConnID.Add(1),
 			Remote: nc.RemoteAddr(),
 			Local:  nc.LocalAddr(),
+			ctx:    connCtx,
 		},
 	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		nc.Close()
+		closed()
 		return
 	}
 	s.conns[c] = struct{}{}
