@@ -21,7 +21,11 @@ package broker
 // during the wait) the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, and a
 // leadership lost during the wait is NOT_LEADER_OR_FOLLOWER, as in Kafka. v13 (KIP-516) addresses
 // topics by id. v10+ carries the partition's current leader in a tagged field
-// on NOT_LEADER_OR_FOLLOWER (KIP-951).
+// on NOT_LEADER_OR_FOLLOWER (KIP-951). A leader whose heartbeats the
+// active controller has not answered for broker.session.timeout.ms answers
+// acks=-1 with NOT_LEADER_OR_FOLLOWER, before appending and again instead
+// of a success: by then the controller has fenced it or is about to and
+// may have elected another leader (controller_heartbeat.go).
 
 import (
 	"context"
@@ -100,6 +104,12 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 		for _, w := range waits {
 			sp := &resp.Topics[w.topic].Partitions[w.part]
 			sp.ErrorCode = b.waitAcks(ctx, w.p, w.epoch, w.next, deadline.C)
+			if sp.ErrorCode == 0 && !b.leadsForAcksAll() {
+				// Replicated, but by an ISR the controller may have
+				// replaced meanwhile: the outcome is not this
+				// broker's to confirm.
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+			}
 		}
 	}
 	return resp, nil
@@ -155,6 +165,9 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	leader, epoch := p.state()
 	if leader != b.cfg.NodeID {
 		return nil, 0, 0, kerr.NotLeaderForPartition
+	}
+	if req.Acks == -1 && !b.leadsForAcksAll() {
+		return nil, 0, 0, errControllerSessionLapsed
 	}
 	if req.Acks == -1 && !p.enoughInsync() {
 		return nil, 0, 0, kerr.NotEnoughReplicas

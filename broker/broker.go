@@ -99,6 +99,11 @@ type Options struct {
 	// Kafka listeners: its replica fetchers and the requests it forwards
 	// to the controller (tests cut links between nodes with it).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// GossipAllowed and RaftDial, if set, filter this node's gossip
+	// packets and open its raft connections (controller.Config), so tests
+	// can cut gossip or raft links apart from the Kafka ones.
+	GossipAllowed func(to string) bool
+	RaftDial      func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New opens the log directory and the metadata log and starts serving. When
@@ -181,6 +186,12 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		LeaderImbalancePerBrokerPercentage: int(cfg.LeaderImbalancePerBrokerPercentage),
+
+		SessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		GossipAllowed:     opts.GossipAllowed,
+		RaftDial:          opts.RaftDial,
+		Heartbeats:        newHeartbeatClient(opts.Dial, cfg.NodeID, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond),
 	})
 	if err != nil {
 		dir.Close(nil)

@@ -46,6 +46,7 @@ func (b *Broker) registerHandlers() {
 	r.Register(66, 0, 2, b.handleListTransactions)
 	r.Register(67, 0, 0, b.controllerAPI(b.handleAllocateProducerIDs))
 	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
+	r.Register(63, 0, 1, b.handleBrokerHeartbeat)
 	r.Register(43, 0, 2, b.controllerAPI(b.handleElectLeaders))
 	r.Register(45, 0, 1, b.controllerAPI(b.handleAlterPartitionReassignments))
 	r.Register(46, 0, 0, b.controllerAPI(b.handleListPartitionReassignments))

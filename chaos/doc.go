@@ -30,6 +30,30 @@
 //     and no aborted one's; then stops the nodes with SIGTERM and compares
 //     the replicas' record batches below the high watermark byte for byte.
 //
+// The scenarios (scenarios_test.go), cited as TestChaos/<name>:
+//
+//	lost-answer-isr-expansion   issue 13 anomaly 1: A's ISR expansion is committed,
+//	                            the answer lost, A cut from the quorum; A must not
+//	                            acknowledge what the new leader K lacks
+//	gossip-cut-controller       anomaly 2: the controller's gossip cut from all;
+//	                            nobody may be fenced, writes must go on
+//	ring-cut                    anomaly 3: the controller and a leader cannot reach
+//	                            each other, the third node reaches both; the leader
+//	                            must be replaced within its session
+//	isolate-leader              a leader loses every link
+//	isolate-controller          the controller loses every link
+//	leader-cut-from-followers   a leader reaches clients but no peer
+//	followers-cut-from-leader   followers cannot fetch (Kafka port only)
+//	raft-port-cut               the controller's raft port cut from both voters
+//	one-way-leader-out          everything a leader sends its followers dropped
+//	one-way-controller-in       everything sent to the controller dropped
+//	dropped-fetch-answers       followers' fetches arrive, the answers do not
+//	dropped-controller-answers  a leader's requests to the controller arrive, the
+//	                            answers do not, while a follower stops fetching
+//	pause-leader                SIGSTOP of a leader for longer than the session
+//	kill-leader                 kill -9 of a leader, restarted at the heal
+//	nemesis                     random faults of all the kinds above, seeded
+//
 // Each scenario prints one summary line: records acknowledged, lost,
 // duplicated, the longest time a partition acknowledged nothing while the
 // producer was trying, and the time to full ISRs after the heal.

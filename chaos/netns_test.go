@@ -59,6 +59,9 @@ type network struct {
 	subnet   string // "10.77.<k>", without the host part
 	iptables string // the iptables binary that works in a namespace
 	nodes    []netNode
+	// forwardRule is set when newNetwork added an ACCEPT rule for the
+	// bridge to the root namespace's FORWARD chain, for remove to delete.
+	forwardRule []string
 }
 
 // netNode is one node's namespace and address.
@@ -227,6 +230,14 @@ func newNetwork(t *testing.T, iptables string, n int) *network {
 	must("ip", "link", "add", nw.bridge, "type", "bridge")
 	must("ip", "addr", "add", nw.subnet+".254/24", "dev", nw.bridge)
 	must("ip", "link", "set", nw.bridge, "up")
+	// With br_netfilter loaded, frames crossing a bridge go through the
+	// root namespace's FORWARD chain, whose policy Docker hosts set to
+	// DROP: the nodes would not reach each other. Accept what stays on
+	// this bridge, and only then.
+	if forwardDrops(iptables) {
+		nw.forwardRule = []string{"FORWARD", "-i", nw.bridge, "-o", nw.bridge, "-j", "ACCEPT"}
+		must(iptables, append([]string{"-w", "-I"}, nw.forwardRule...)...)
+	}
 	for i := 1; i <= n; i++ {
 		nn := netNode{
 			ns:   fmt.Sprintf("%s%s-%d", nsPrefix, nw.run, i),
@@ -245,6 +256,17 @@ func newNetwork(t *testing.T, iptables string, n int) *network {
 		must("ip", "-n", nn.ns, "link", "set", "eth0", "up")
 	}
 	return nw
+}
+
+// forwardDrops reports whether bridged traffic passes through iptables and
+// the root namespace's FORWARD policy drops it.
+func forwardDrops(iptables string) bool {
+	b, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables")
+	if err != nil || strings.TrimSpace(string(b)) != "1" {
+		return false
+	}
+	out, err := output(iptables, "-w", "-S", "FORWARD")
+	return err == nil && strings.Contains(out, "-P FORWARD DROP")
 }
 
 // freeSubnet returns the first k such that no address of this machine is
@@ -280,6 +302,9 @@ func (nw *network) remove() {
 		run("ip", "link", "del", fmt.Sprintf("%s%s%d", vethPrefix, nw.run, i))
 	}
 	run("ip", "link", "del", nw.bridge)
+	if nw.forwardRule != nil {
+		run(nw.iptables, append([]string{"-w", "-D"}, nw.forwardRule...)...)
+	}
 }
 
 // ipt runs iptables in node i's namespace (0-based).

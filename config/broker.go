@@ -93,6 +93,8 @@ type Broker struct {
 	LeaderImbalanceCheckIntervalSeconds int64 // leader.imbalance.check.interval.seconds
 	LeaderImbalancePerBrokerPercentage  int32 // leader.imbalance.per.broker.percentage
 	ControlledShutdownEnable            bool  // controlled.shutdown.enable
+	BrokerHeartbeatIntervalMs           int32 // broker.heartbeat.interval.ms
+	BrokerSessionTimeoutMs              int32 // broker.session.timeout.ms
 
 	OffsetsTopicReplicationFactor    int16    // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions        int32    // offsets.topic.num.partitions
@@ -222,6 +224,8 @@ var bindings = []binding{
 	fieldFor("offsets.retention.minutes", func(b *Broker) any { return &b.OffsetsRetentionMinutes }),
 	fieldFor("offsets.retention.check.interval.ms", func(b *Broker) any { return &b.OffsetsRetentionCheckMs }),
 	fieldFor("offsets.commit.timeout.ms", func(b *Broker) any { return &b.OffsetsCommitTimeoutMs }),
+	fieldFor("broker.heartbeat.interval.ms", func(b *Broker) any { return &b.BrokerHeartbeatIntervalMs }),
+	fieldFor("broker.session.timeout.ms", func(b *Broker) any { return &b.BrokerSessionTimeoutMs }),
 	fieldFor("offset.metadata.max.bytes", func(b *Broker) any { return &b.OffsetMetadataMaxBytes }),
 	fieldFor("group.min.session.timeout.ms", func(b *Broker) any { return &b.GroupMinSessionTimeoutMs }),
 	fieldFor("group.max.session.timeout.ms", func(b *Broker) any { return &b.GroupMaxSessionTimeoutMs }),
@@ -552,6 +556,11 @@ func (b *Broker) Validate() error {
 		case c.value > c.hi:
 			return invalid(c.key, "%d is larger than %s %d", c.value, c.maxKey, c.hi)
 		}
+	}
+	// A broker heartbeats more often than its session expires, as Kafka's
+	// KafkaConfig checks.
+	if b.BrokerHeartbeatIntervalMs >= b.BrokerSessionTimeoutMs {
+		return invalid("broker.heartbeat.interval.ms", "%d must be smaller than broker.session.timeout.ms %d", b.BrokerHeartbeatIntervalMs, b.BrokerSessionTimeoutMs)
 	}
 	if b.ConsumerGroupHeartbeatMs >= b.ConsumerGroupSessionTimeoutMs {
 		return invalid("group.consumer.heartbeat.interval.ms", "%d must be smaller than group.consumer.session.timeout.ms %d", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupSessionTimeoutMs)

@@ -25,8 +25,8 @@ var brokerKeyList = []keyDef{
 	bk("gossip.listener", TypeString, v(""), ro, "sluice: host:port serf binds to for membership gossip. Empty: chosen by the controller package."),
 	bk("gossip.join", TypeList, v(""), ro, "sluice: serf addresses (host:port) of existing members to join at start. Empty: start a new cluster."),
 	bk("broker.rack", TypeString, nil, ro, "Rack of this broker, used for rack-aware replica placement."),
-	bk("broker.heartbeat.interval.ms", TypeInt, v("2000"), ro, "Accepted; no effect in sluice (liveness comes from serf)."),
-	bk("broker.session.timeout.ms", TypeInt, v("9000"), ro, "Accepted; no effect in sluice (liveness comes from serf)."),
+	bk("broker.heartbeat.interval.ms", TypeInt, v("500"), ro, "How often this broker heartbeats to the active controller (Kafka: 2000). sluice's default is 500 so a session of 3000 survives several lost heartbeats.", atLeast(1)),
+	bk("broker.session.timeout.ms", TypeInt, v("3000"), ro, "How long the active controller waits without a heartbeat before fencing a broker, and how long a broker that cannot reach the controller keeps leading for acks=all (Kafka: 9000). A killed broker is fenced at once when its heartbeat connection closes; this timeout only bounds silence, such as a network cut or a stalled process.", atLeast(1)),
 	bk("metadata.log.dir", TypeString, nil, ro, "Directory for the raft metadata log. Empty: the first log dir."),
 	bk("controlled.shutdown.enable", TypeBoolean, v("true"), ro, "Move leadership away from this broker before it shuts down."),
 

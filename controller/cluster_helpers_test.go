@@ -77,6 +77,7 @@ func (tc *testCluster) config(id int32, gossipAddr string) Config {
 	cfg.Voters = tc.voters
 	cfg.GossipAddr = gossipAddr
 	cfg.GossipJoin = tc.seeds
+	cfg.Heartbeats = tc.heartbeatTransport()
 	return cfg
 }
 

@@ -82,6 +82,23 @@ type Config struct {
 	AutoLeaderRebalance                bool
 	LeaderImbalanceCheckInterval       time.Duration
 	LeaderImbalancePerBrokerPercentage int
+
+	// SessionTimeout and HeartbeatInterval are broker.session.timeout.ms
+	// and broker.heartbeat.interval.ms (session.go, heartbeat.go); zero
+	// means DefaultSessionTimeout and DefaultHeartbeatInterval. Heartbeats
+	// carries this node's heartbeats to an active controller on another
+	// node; nil means they fail, so only the active controller's own
+	// broker keeps a session.
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	Heartbeats        HeartbeatTransport
+
+	// GossipAllowed and RaftDial let tests cut this node's gossip and raft
+	// links (netfilter.go): GossipAllowed is asked before every gossip
+	// packet or stream to a host:port, RaftDial opens raft's outgoing
+	// connections. Both nil in normal use.
+	GossipAllowed func(to string) bool
+	RaftDial      func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Controller is one node's view of the metadata log and, when this node is
@@ -99,6 +116,10 @@ type Controller struct {
 	node        *raftNode
 	gossip      *gossip // nil for a cluster of one
 	incarnation [16]byte
+	// sessions (the active controller's view of broker heartbeats) and
+	// heartbeats (this node's own) are nil for a cluster of one.
+	sessions   *sessionTable
+	heartbeats *heartbeater
 
 	// reconcileCh pokes the leadership loop to reconcile membership now;
 	// one pending poke is enough since reconcile reads the whole state.
@@ -163,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	opts := raftOptions{dir: cfg.Dir, nodeID: cfg.NodeID, fsm: c.fsm, notify: c.notify, logger: c.log}
+	opts := raftOptions{dir: cfg.Dir, nodeID: cfg.NodeID, fsm: c.fsm, notify: c.notify, logger: c.log, dial: cfg.RaftDial}
 	if cfg.clustered() {
 		opts.voters = cfg.Voters
 		opts.advertiseAddr = cfg.voterAddr(cfg.NodeID)
@@ -186,11 +207,21 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		if gossipAddr == "" {
 			gossipAddr = net.JoinHostPort(hostOrLoopback(cfg.Host), "0")
 		}
-		c.gossip, err = startGossip(gossipAddr, cfg.NodeID, c.tags(string(node.addr)), cfg.GossipJoin, c.pokeReconcile, c.log)
+		c.gossip, err = startGossip(gossipAddr, cfg.NodeID, c.tags(string(node.addr)), cfg.GossipJoin, c.pokeReconcile, cfg.GossipAllowed, c.log)
 		if err != nil {
 			node.shutdown()
 			return nil, err
 		}
+	}
+	if cfg.clustered() {
+		if c.cfg.SessionTimeout <= 0 {
+			c.cfg.SessionTimeout = DefaultSessionTimeout
+		}
+		if c.cfg.HeartbeatInterval <= 0 {
+			c.cfg.HeartbeatInterval = DefaultHeartbeatInterval
+		}
+		c.sessions = newSessionTable(c.cfg.SessionTimeout)
+		c.startHeartbeats()
 	}
 	go c.monitorLeadership()
 
@@ -258,6 +289,7 @@ func (c *Controller) close(graceful bool) error {
 			}
 		}
 		c.leaderReady.Store(false)
+		c.stopHeartbeats()
 		if c.gossip != nil {
 			c.gossip.shutdown(graceful)
 		}

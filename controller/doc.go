@@ -60,21 +60,25 @@
 //     other node is a raft non-voter, added by the active controller when
 //     serf reports it, so every node applies the same log and holds the
 //     same Image, like brokers replicating __cluster_metadata in KRaft.
-//   - serf (gossip.go) for membership and failure detection, tuned so a
-//     killed node is declared failed in about 200-400 ms on a LAN. Each
-//     node gossips tags: node id, Kafka host and port, rack, raft address,
-//     role (voter or broker) and its process incarnation.
+//   - serf (gossip.go) for membership and discovery, tuned so a killed
+//     node is declared failed in about 200-400 ms on a LAN. Each node
+//     gossips tags: node id, Kafka host and port, rack, raft address,
+//     role (voter or broker) and its process incarnation. serf's verdicts
+//     are hints; who is alive is decided by broker sessions.
+//   - broker heartbeats (heartbeat.go, session.go): every node heartbeats
+//     to the active controller over a long-lived connection, and the
+//     controller keeps a session per broker (broker.session.timeout.ms).
 //   - the leadership loop (leader.go, reconcile.go), on the raft leader
 //     only: establishLeadership (barrier, first InitCluster), then a
 //     reconcile at once, on every serf event and every second, then
 //     revokeLeadership when raft leadership is lost. serf's event handler
 //     only pokes the loop; reconcile reads the whole member list.
 //
-// Reconcile registers alive members from their tags (a new process of a
-// broker re-registers, getting a new broker epoch; if the image still had
-// the old process unfenced it is fenced first, since a restarted disk may
-// have lost acknowledged data), unfences them, adds non-voters to raft,
-// fences failed and departed ones, and elects leaders of offline
+// Reconcile registers heartbeating members from their tags (a new process
+// of a broker re-registers, getting a new broker epoch; if the image still
+// had the old process unfenced it is fenced first, since a restarted disk
+// may have lost acknowledged data), unfences them, adds non-voters to raft,
+// fences brokers whose session is over, and elects leaders of offline
 // partitions that can have one. Open in a cluster returns once this
 // process's own registration is applied locally and it is unfenced, which
 // proves the node has caught up with the log.
@@ -128,7 +132,14 @@
 //     asked for every partition, it leaves those needing no election out
 //     of the answer; a topic name no topic can have is
 //     INVALID_TOPIC_EXCEPTION rather than UNKNOWN_TOPIC_OR_PARTITION.
-//   - Failure detection is serf's, not KRaft's broker heartbeats: a broker
-//     is fenced when serf declares it failed or left, or when a leader has
-//     not seen it in serf at all for three seconds after starting.
+//   - Failure detection is KRaft's broker heartbeats (session.go), with
+//     one addition: the heartbeat connection's closing is a signal too.
+//     A broker is fenced when no heartbeat came for
+//     broker.session.timeout.ms (3 s by default, not Kafka's 9 s), or when
+//     its heartbeat connection closed and no heartbeat came on another
+//     within 300 ms (at once if serf also reports it failed), so a killed
+//     process fails over in well under a second and a gossip-only cut
+//     fences nobody. Heartbeats travel as BrokerHeartbeat requests to the
+//     active controller's Kafka listener, not a separate controller
+//     listener: sluice's CONTROLLER listener carries raft only.
 package controller

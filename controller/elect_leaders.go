@@ -91,7 +91,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, topics 
 		return nil, err
 	}
 	img := c.Image()
-	results, changes := planElections(img, typ, topics, liveness(img, downMembers(members)))
+	results, changes := planElections(img, typ, topics, liveness(img, c.unavailable(img, members)))
 	if len(changes) == 0 {
 		return results, nil
 	}
@@ -100,18 +100,6 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ ElectionType, topics 
 	}
 	c.log.Info("elected leaders", "type", typ, "partitions", len(changes))
 	return results, nil
-}
-
-// downMembers returns the members serf reports failed or departed, which
-// may not be elected even if the image still shows them unfenced.
-func downMembers(members []member) map[int32]bool {
-	down := map[int32]bool{}
-	for _, m := range members {
-		if m.Status == memberFailed || m.Status == memberLeft {
-			down[m.ID] = true
-		}
-	}
-	return down
 }
 
 // planElections decides ElectLeaders against img: the results in request

@@ -77,7 +77,10 @@ func serfNodeName(id int32) string { return "sluice-" + strconv.FormatInt(int64(
 // startGossip starts serf on bind (host:port, port 0 for any) with tags,
 // poking notify on every membership event, and joins seeds in the
 // background until some other member is known.
-func startGossip(bind string, nodeID int32, tags map[string]string, seeds []string, notify func(), logger *slog.Logger) (*gossip, error) {
+//
+// allowed, if not nil, is asked before every outgoing packet or stream
+// (Config.GossipAllowed, for tests that cut gossip links).
+func startGossip(bind string, nodeID int32, tags map[string]string, seeds []string, notify func(), allowed func(to string) bool, logger *slog.Logger) (*gossip, error) {
 	host, portText, err := net.SplitHostPort(bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: gossip address %q: %w", bind, err)
@@ -101,6 +104,16 @@ func startGossip(bind string, nodeID int32, tags map[string]string, seeds []stri
 	ml.TCPTimeout = gossipTCPTimeout
 	ml.DeadNodeReclaimTime = gossipDeadNodeReclaimTime
 	ml.Logger = stdlog
+	if allowed != nil {
+		t, err := newFilteredGossipTransport(host, port, stdlog, allowed)
+		if err != nil {
+			return nil, err
+		}
+		ml.Transport = t
+		if port == 0 {
+			ml.BindPort, ml.AdvertisePort = t.GetAutoBindPort(), t.GetAutoBindPort()
+		}
+	}
 
 	conf := serf.DefaultConfig()
 	conf.NodeName = serfNodeName(nodeID)

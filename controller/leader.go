@@ -17,11 +17,6 @@ import (
 // leave the image out of step with membership.
 const reconcileInterval = time.Second
 
-// absentGrace is how long a new leader's serf must have run before a
-// registered broker that serf does not know at all is fenced: right after
-// start, the member list may not have been exchanged yet.
-const absentGrace = 3 * time.Second
-
 // monitorLeadership follows raft's leadership notifications, running the
 // leadership loop in its own goroutine for as long as this node leads so
 // that a lost leadership can cancel it. It owns that goroutine and waits for
@@ -85,6 +80,13 @@ func (c *Controller) establishLeadership(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
+	if c.sessions != nil {
+		// Every registered broker gets a full session with this
+		// controller before it can be fenced (session.go).
+		now := time.Now()
+		c.sessions.start(now)
+		c.seedPredecessor(now)
+	}
 	c.leaderReady.Store(true)
 	if c.Image().ClusterID == "" {
 		id := NewClusterID()
@@ -108,12 +110,14 @@ func (c *Controller) establishLeadership(ctx context.Context) bool {
 // writes.
 func (c *Controller) revokeLeadership() { c.leaderReady.Store(false) }
 
-// leaderLoop reconciles at once, then on every poke and every
-// reconcileInterval, and checks leader balance on its own interval
-// (leader_balance.go), until ctx ends.
+// leaderLoop reconciles at once, then on every poke, every
+// reconcileInterval and when a broker session may expire, and checks
+// leader balance on its own interval (leader_balance.go), until ctx ends.
 func (c *Controller) leaderLoop(ctx context.Context) {
 	t := time.NewTicker(reconcileInterval)
 	defer t.Stop()
+	sessionTimer := time.NewTimer(time.Hour)
+	defer sessionTimer.Stop()
 	balance, stopBalance := c.leaderBalanceTicker()
 	defer stopBalance()
 	for {
@@ -123,6 +127,7 @@ func (c *Controller) leaderLoop(ctx context.Context) {
 			return
 		case <-c.reconcileCh:
 		case <-t.C:
+		case <-c.scheduleSessionCheck(sessionTimer):
 		case <-balance:
 			c.balanceLeaders(ctx)
 		}

@@ -47,7 +47,7 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 		return
 	}
 	img := c.Image()
-	changes := planLeaderBalance(img, liveness(img, downMembers(members)), c.cfg.LeaderImbalancePerBrokerPercentage)
+	changes := planLeaderBalance(img, liveness(img, c.unavailable(img, members)), c.cfg.LeaderImbalancePerBrokerPercentage)
 	if len(changes) == 0 {
 		return
 	}

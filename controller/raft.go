@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,8 @@ type raftOptions struct {
 	// no state. A node that is not among them bootstraps nothing and waits
 	// for the active controller to add it as a non-voter.
 	voters []Voter
+	// dial, if set, opens raft's outgoing TCP connections (Config.RaftDial).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // raftServerID is the raft server id of a node: its Kafka node id in decimal,
@@ -162,7 +165,13 @@ func startRaft(o raftOptions) (*raftNode, error) {
 		trans = mem
 		boot.Servers = []raft.Server{{Suffrage: raft.Voter, ID: id, Address: addr}}
 	} else {
-		tcp, err := newTCPTransport(o.bindAddr, o.advertiseAddr, hlog)
+		newTransport := newTCPTransport
+		if o.dial != nil {
+			newTransport = func(bind, advertise string, hlog hclog.Logger) (*raft.NetworkTransport, error) {
+				return newDialTCPTransport(bind, advertise, hlog, o.dial)
+			}
+		}
+		tcp, err := newTransport(o.bindAddr, o.advertiseAddr, hlog)
 		if err != nil {
 			store.Close()
 			return nil, err

@@ -16,9 +16,10 @@ import (
 // raftMembershipTimeout bounds adding or removing a non-voter.
 const raftMembershipTimeout = 5 * time.Second
 
-// reconcile brings the image in line with membership: alive members are
-// registered and unfenced (and non-voters added to raft), failed and left
-// ones fenced, and offline partitions that can elect a leader do so.
+// reconcile brings the image in line with membership: brokers whose
+// session is over are fenced, heartbeating members are registered and
+// unfenced (and non-voters added to raft), and offline partitions that
+// can elect a leader do so.
 func (c *Controller) reconcile(ctx context.Context) {
 	members := c.members()
 	c.reconcileMetadata(ctx, members)
@@ -28,37 +29,28 @@ func (c *Controller) reconcile(ctx context.Context) {
 }
 
 // reconcileMetadata writes the registrations, fences, unfences and
-// elections that membership calls for.
+// elections that broker sessions call for. serf supplies each member's
+// endpoint and incarnation; whether a broker is alive is its session's
+// (session.go), so serf's verdict alone fences nobody.
 func (c *Controller) reconcileMetadata(ctx context.Context, members []member) {
 	c.decide.Lock()
 	defer c.decide.Unlock()
 	if c.requireLeader() != nil {
 		return
 	}
-	down := map[int32]bool{}
-	known := map[int32]bool{}
+	down := c.unavailable(c.Image(), members)
+	now := time.Now()
 	for _, m := range members {
-		known[m.ID] = true
-		if m.Status == memberFailed || m.Status == memberLeft {
-			down[m.ID] = true
+		if down[m.ID] || m.Status == memberLeft {
+			continue
 		}
-	}
-	// A registered broker serf does not know at all (it failed while no
-	// leader was watching and was reaped, or never rejoined after a full
-	// cluster restart) is down too, once serf has had time to learn
-	// every member.
-	if c.gossip != nil && time.Since(c.gossip.started) > absentGrace {
-		for id := range c.Image().Brokers {
-			if !known[id] {
-				down[id] = true
-			}
+		// A lone node's view of itself needs no heartbeat; a gossiped
+		// member is registered and unfenced only while it heartbeats.
+		if m.Gossiped && !c.sessions.heartbeating(m.ID, m.Incarnation, now) {
+			continue
 		}
-	}
-	for _, m := range members {
-		if m.Status == memberAlive && !down[m.ID] {
-			if err := c.reconcileAlive(ctx, m, down); err != nil {
-				c.log.Warn("reconcile alive member failed", "broker", m.ID, "err", err)
-			}
+		if err := c.reconcileAlive(ctx, m, down); err != nil {
+			c.log.Warn("reconcile alive member failed", "broker", m.ID, "err", err)
 		}
 	}
 	for id := range down {

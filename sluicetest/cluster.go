@@ -111,7 +111,10 @@ func (c *Cluster) tryStart(dirs []string, overrides []string) error {
 			"gossip.listener="+gossip[i],
 			"gossip.join="+joinList,
 		)
-		c.nodes[i] = &Node{t: c.t, Dir: dirs[i], Overrides: ovr, addr: kafka[i], name: "node" + strconv.Itoa(i+1)}
+		c.nodes[i] = &Node{t: c.t, Dir: dirs[i], Overrides: ovr, addr: kafka[i], name: "node" + strconv.Itoa(i+1), gossipAddr: gossip[i]}
+		if i < voters {
+			c.nodes[i].raftAddr = raft[i]
+		}
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -154,7 +157,7 @@ func (c *Cluster) AddNode() *Node {
 			"gossip.listener="+gossip[0],
 			"gossip.join="+c.joinList,
 		)
-		n := &Node{t: c.t, Dir: c.t.TempDir(), Overrides: ovr, addr: kafka[0], name: "node" + strconv.Itoa(id)}
+		n := &Node{t: c.t, Dir: c.t.TempDir(), Overrides: ovr, addr: kafka[0], name: "node" + strconv.Itoa(id), gossipAddr: gossip[0]}
 		if err = n.open(n.addr, clusterStartTimeout); err == nil {
 			c.nodes = append(c.nodes, n)
 			return n

@@ -8,24 +8,48 @@ import (
 	"sync"
 )
 
-// links is one node's outgoing connections to other brokers' Kafka
-// listeners (replica fetching, forwarding to the controller), which a test
-// can cut per destination. Gossip and raft traffic is not affected: a cut
-// node stays alive and registered, as a broker behind a broken route or a
-// stalled disk does.
+// links is one node's outgoing connections of one kind, which a test can
+// cut per destination: to other brokers' Kafka listeners (replica
+// fetching, forwarding and heartbeats to the controller), to their raft
+// listeners, or to their gossip addresses (packets and streams, checked
+// through allowed). Each kind is cut on its own: a node whose Kafka links
+// are cut stays in gossip and raft, as a broker behind a broken route does.
 type links struct {
 	mu    sync.Mutex
-	cut   map[string]bool       // destination address → cut
+	cut   map[string]linkState  // destination address → how it is cut
 	conns map[string][]net.Conn // open connections per destination
 }
 
-// dial is the node's broker.Options.Dial.
-func (l *links) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// linkState is how a link is cut.
+type linkState int
+
+const (
+	linkUp linkState = iota
+	// linkRefused closes the open connections and refuses new ones, as a
+	// firewall rejecting with resets does.
+	linkRefused
+	// linkDropped is silence, as a firewall dropping packets: open
+	// connections stay open but what is written on them is lost (the
+	// other side hears nothing), and new connections hang until their
+	// dial times out. Healing closes the connections it silenced, whose
+	// streams lost bytes.
+	linkDropped
+)
+
+func (l *links) state(addr string) linkState {
 	l.mu.Lock()
-	cut := l.cut[addr]
-	l.mu.Unlock()
-	if cut {
+	defer l.mu.Unlock()
+	return l.cut[addr]
+}
+
+// dial is the node's broker.Options.Dial (and raft's dial).
+func (l *links) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	switch l.state(addr) {
+	case linkRefused:
 		return nil, fmt.Errorf("sluicetest: link to %s is cut", addr)
+	case linkDropped:
+		<-ctx.Done()
+		return nil, fmt.Errorf("sluicetest: link to %s is dropped: %w", addr, ctx.Err())
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, network, addr)
@@ -34,7 +58,7 @@ func (l *links) dial(ctx context.Context, network, addr string) (net.Conn, error
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cut[addr] {
+	if l.cut[addr] != linkUp {
 		conn.Close()
 		return nil, fmt.Errorf("sluicetest: link to %s is cut", addr)
 	}
@@ -46,11 +70,25 @@ func (l *links) dial(ctx context.Context, network, addr string) (net.Conn, error
 	return tc, nil
 }
 
-// trackedConn forgets itself when closed.
+// allowed reports whether the link to addr is up; it filters gossip,
+// whose packets need no connection.
+func (l *links) allowed(addr string) bool {
+	return l.state(addr) == linkUp
+}
+
+// trackedConn forgets itself when closed, and loses what is written on it
+// while its link is dropped.
 type trackedConn struct {
 	net.Conn
 	l    *links
 	addr string
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.l.state(c.addr) == linkDropped {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }
 
 func (c *trackedConn) Close() error {
@@ -62,13 +100,24 @@ func (c *trackedConn) Close() error {
 
 // setCut cuts (closing the open connections) or restores the link to addr.
 func (l *links) setCut(addr string, cut bool) {
+	st := linkUp
+	if cut {
+		st = linkRefused
+	}
+	l.set(addr, st)
+}
+
+// set puts the link to addr in state st. Open connections are closed when
+// it is refused, and when it comes back from being dropped.
+func (l *links) set(addr string, st linkState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cut == nil {
-		l.cut = make(map[string]bool)
+		l.cut = make(map[string]linkState)
 	}
-	l.cut[addr] = cut
-	if cut {
+	was := l.cut[addr]
+	l.cut[addr] = st
+	if st == linkRefused || (was == linkDropped && st != linkDropped) {
 		for _, c := range l.conns[addr] {
 			c.(*trackedConn).Conn.Close()
 		}
@@ -86,8 +135,81 @@ func (c *Cluster) Cut(from, to int) {
 	c.Node(from).links.setCut(c.Node(to).addr, true)
 }
 
-// Heal restores what Cut(from, to) cut.
+// Drop makes the link from node from to node to's Kafka listener silent:
+// connections stay open, but nothing written on them arrives, and new ones
+// hang until their dial times out — packets dropped by a firewall, which
+// only a timeout tells from a slow peer. Heal restores it.
+func (c *Cluster) Drop(from, to int) {
+	c.t.Helper()
+	c.Node(from).links.set(c.Node(to).addr, linkDropped)
+}
+
+// Heal restores what Cut(from, to) or Drop(from, to) cut.
 func (c *Cluster) Heal(from, to int) {
 	c.t.Helper()
 	c.Node(from).links.setCut(c.Node(to).addr, false)
+}
+
+// CutGossip cuts node id's gossip from every other node, both ways: serf
+// on id soon declares every other member failed and the others declare id
+// failed, while raft and the Kafka listeners (replication, heartbeats to
+// the controller) are untouched — a firewall rule on the gossip port.
+func (c *Cluster) CutGossip(id int) {
+	c.t.Helper()
+	c.setGossipCut(id, true)
+}
+
+// HealGossip restores what CutGossip(id) cut.
+func (c *Cluster) HealGossip(id int) {
+	c.t.Helper()
+	c.setGossipCut(id, false)
+}
+
+func (c *Cluster) setGossipCut(id int, cut bool) {
+	n := c.Node(id)
+	for _, o := range c.nodes {
+		if o == n {
+			continue
+		}
+		n.gossipLinks.setCut(o.gossipAddr, cut)
+		o.gossipLinks.setCut(n.gossipAddr, cut)
+	}
+}
+
+// CutRaft cuts the raft links between nodes a and b, both ways (open
+// connections are closed, new ones refused); gossip and Kafka links stay.
+// Only voters have raft addresses the cluster knows; a non-voter's link
+// to a voter is cut on the voter's side alone.
+func (c *Cluster) CutRaft(a, b int) {
+	c.t.Helper()
+	c.setRaftCut(a, b, true)
+}
+
+// DropRaft makes the raft links between a and b silent, both ways, as
+// Drop does for Kafka links.
+func (c *Cluster) DropRaft(a, b int) {
+	c.t.Helper()
+	na, nb := c.Node(a), c.Node(b)
+	if nb.raftAddr != "" {
+		na.raftLinks.set(nb.raftAddr, linkDropped)
+	}
+	if na.raftAddr != "" {
+		nb.raftLinks.set(na.raftAddr, linkDropped)
+	}
+}
+
+// HealRaft restores what CutRaft(a, b) or DropRaft(a, b) cut.
+func (c *Cluster) HealRaft(a, b int) {
+	c.t.Helper()
+	c.setRaftCut(a, b, false)
+}
+
+func (c *Cluster) setRaftCut(a, b int, cut bool) {
+	na, nb := c.Node(a), c.Node(b)
+	if nb.raftAddr != "" {
+		na.raftLinks.setCut(nb.raftAddr, cut)
+	}
+	if na.raftAddr != "" {
+		nb.raftLinks.setCut(na.raftAddr, cut)
+	}
 }

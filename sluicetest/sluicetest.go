@@ -31,6 +31,11 @@ type Node struct {
 	addr      string
 	name      string // set for cluster nodes, tags their log lines
 	links     links  // outgoing connections to other brokers (Cluster.Cut)
+	// gossipAddr and raftAddr are the node's gossip and raft listeners
+	// ("" when unknown); gossipLinks and raftLinks are its outgoing gossip
+	// and raft links (Cluster.CutGossip, Cluster.CutRaft).
+	gossipAddr, raftAddr   string
+	gossipLinks, raftLinks links
 }
 
 // Start starts a single node with the given broker property overrides
@@ -84,7 +89,8 @@ func (n *Node) open(addr string, timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln, Dial: n.links.dial})
+	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln, Dial: n.links.dial,
+		GossipAllowed: n.gossipLinks.allowed, RaftDial: n.raftLinks.dial})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("start broker: %w", err)
