@@ -253,11 +253,20 @@ func remoteError(code int16, msg *string) error {
 	return ke
 }
 
-// transportError is how a decision that could not reach any controller
-// fails: NOT_CONTROLLER, which clients retry after refreshing metadata.
+// transportError is how a forwarded decision fails when no answer came
+// back: the request may have reached the controller and been committed
+// (only the answer was lost), so the outcome is unknown
+// (controller.ErrOutcomeUnknown), never a rejection. Clients get
+// NOT_CONTROLLER, which they retry after refreshing metadata, and
+// onController retries it against the then active controller, as Kafka's
+// forwarding does after a disconnect.
 func transportError(err error) error {
-	return fmt.Errorf("%w: cannot reach the active controller: %v", kerr.NotController, err)
+	return fmt.Errorf("%w: %w: no answer from the active controller: %v", kerr.NotController, controller.ErrOutcomeUnknown, err)
 }
+
+// outcomeUnknown reports whether err leaves open whether the decision was
+// applied.
+func outcomeUnknown(err error) bool { return errors.Is(err, controller.ErrOutcomeUnknown) }
 
 func isNotController(err error) bool { return errors.Is(err, kerr.NotController) }
 

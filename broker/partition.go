@@ -56,15 +56,22 @@ type partition struct {
 	// a follower joins the ISR only once it has everything up to here, so
 	// it holds every record of earlier epochs this leader kept.
 	epochStartOffset int64
-	// isrInFlight is set while an AlterPartition for this partition is
-	// outstanding (at most one at a time); pendingISR is then the union of
-	// the committed and the proposed ISR (KIP-497's maximal ISR), which the
-	// high watermark is computed over until the controller answers.
+	// isrInFlight is set from the moment this leader proposes an ISR
+	// change (at most one at a time) until its outcome is known: a
+	// committed answer, an answer that proves it was not applied, or
+	// metadata with a newer partition or leader epoch. pendingISR is then
+	// the union of the committed and the proposed ISR (KIP-497's maximal
+	// ISR), which the high watermark and acks=-1 are computed over: a
+	// proposal whose answer was lost may have been committed, and a
+	// replica it added may be elected leader. alterSeq numbers proposals,
+	// so an answer to one that metadata already settled is ignored.
 	isrInFlight bool
 	pendingISR  []int32
-	// isrBlocked is set when the controller rejected a proposal as stale
-	// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION); no new proposal is
-	// made until the metadata image changes the partition.
+	alterSeq    uint64
+	// isrBlocked is set when the controller refused a proposal as stale
+	// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, …): the proposal stays
+	// pending, and nothing is proposed again, until the metadata image
+	// brings the partition's newer state.
 	isrBlocked bool
 
 	hw atomic.Int64
@@ -98,7 +105,10 @@ func (p *partition) update(self int32, mp *controller.Partition, minInsync int, 
 		return false
 	}
 	if leaderChanged || mp.PartitionEpoch != p.partitionEpoch {
+		// The metadata settles whatever was proposed: the ISR below
+		// is the committed one.
 		p.isrBlocked = false
+		p.settleAlterLocked()
 	}
 	p.leader = mp.Leader
 	p.leaderEpoch = mp.LeaderEpoch
@@ -107,7 +117,7 @@ func (p *partition) update(self int32, mp *controller.Partition, minInsync int, 
 	p.isr = append(p.isr[:0], mp.ISR...)
 	if p.leader != self {
 		p.followers = nil
-		p.pendingISR = nil
+		p.settleAlterLocked()
 	} else if leaderChanged {
 		p.becomeLeaderLocked(self, now)
 	} else {
@@ -168,7 +178,8 @@ func (p *partition) advanceHighWatermark(self int32) {
 func (p *partition) stopReplica() {
 	p.mu.Lock()
 	p.leader, p.leaderEpoch = -1, -1
-	p.followers, p.pendingISR = nil, nil
+	p.followers = nil
+	p.settleAlterLocked()
 	p.wakeLocked()
 	p.wakeAppendedLocked()
 	p.mu.Unlock()

@@ -311,13 +311,13 @@ func (f *fetcher) apply(ctx context.Context, tp logstore.TopicPartition, st *fol
 		if div.EndOffset < 0 {
 			// The leader knows no epoch this old: nothing here is
 			// shared with it.
-			if err := p.truncateFully(f.leader, st.leaderEpoch); err != nil {
+			if err := p.truncateFully(f.rm.b.logger, f.leader, st.leaderEpoch, "the leader has no epoch this old"); err != nil {
 				return false, err
 			}
 			st.fetchFrom = rp.LogStartOffset
 			return true, nil
 		}
-		return true, p.truncateByEpoch(f.leader, st.leaderEpoch, div.Epoch, div.EndOffset)
+		return true, p.truncateByEpoch(f.rm.b.logger, f.leader, st.leaderEpoch, div.Epoch, div.EndOffset)
 	}
 	if len(rp.RecordBatches) > 0 {
 		if f.rm.b.followerThrottled(p) {
@@ -344,7 +344,7 @@ func (f *fetcher) apply(ctx context.Context, tp logstore.TopicPartition, st *fol
 func (f *fetcher) outOfRange(ctx context.Context, tp logstore.TopicPartition, st *followed, leaderStart int64) error {
 	p := st.p
 	if leo := p.log.LogEndOffset(); leo < leaderStart || st.fetchFrom >= 0 {
-		if err := p.truncateFully(f.leader, st.leaderEpoch); err != nil {
+		if err := p.truncateFully(f.rm.b.logger, f.leader, st.leaderEpoch, "out of the leader's range"); err != nil {
 			return err
 		}
 		st.fetchFrom = leaderStart
@@ -372,7 +372,7 @@ func (f *fetcher) outOfRange(ctx context.Context, tp logstore.TopicPartition, st
 	if err := kerr.ErrorForCode(ep.ErrorCode); err != nil {
 		return err
 	}
-	return p.truncateByEpoch(f.leader, st.leaderEpoch, ep.LeaderEpoch, ep.EndOffset)
+	return p.truncateByEpoch(f.rm.b.logger, f.leader, st.leaderEpoch, ep.LeaderEpoch, ep.EndOffset)
 }
 
 // nextOffsetAfter returns the offset after the last record batch in data

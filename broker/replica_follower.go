@@ -8,6 +8,8 @@ package broker
 // and truncations keep the producer table in step (producer_state.go): a
 // truncation rebuilds it from the snapshot and batches that remain.
 
+import "log/slog"
+
 // following reports whether the partition is still followed from leader at
 // leaderEpoch. Lock should be held.
 func (p *partition) followingLocked(leader, leaderEpoch int32) bool {
@@ -31,7 +33,7 @@ func (p *partition) appendAsFollower(leader, leaderEpoch int32, records []byte) 
 // divEpoch (or the newest epoch before it) ends; when the two logs do not
 // share divEpoch the next fetch, with the truncated log's latest epoch,
 // narrows it further until they agree.
-func (p *partition) truncateByEpoch(leader, leaderEpoch, divEpoch int32, divEnd int64) error {
+func (p *partition) truncateByEpoch(logger *slog.Logger, leader, leaderEpoch, divEpoch int32, divEnd int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.followingLocked(leader, leaderEpoch) {
@@ -44,26 +46,42 @@ func (p *partition) truncateByEpoch(leader, leaderEpoch, divEpoch int32, divEnd 
 	if target < 0 {
 		target = 0
 	}
-	if err := p.truncateLocked(target); err != nil {
+	return p.truncateAsFollowerLocked(logger, target, "diverging epoch", "diverging_epoch", divEpoch, "diverging_end_offset", divEnd)
+}
+
+// truncateAsFollowerLocked truncates the log to offset, keeps the high
+// watermark within it, and logs what was removed: which offsets, how many
+// bytes, and why (from the leader at which epoch). Truncating records is
+// how a follower converges on its leader's log, and it is also how an
+// acknowledged record would be lost if a leader were elected without it,
+// so every truncation that removes something is in the log. Lock should
+// be held.
+func (p *partition) truncateAsFollowerLocked(logger *slog.Logger, offset int64, why string, attrs ...any) error {
+	oldEnd, oldSize, hw := p.log.LogEndOffset(), p.log.Size(), p.hw.Load()
+	if err := p.truncateLocked(offset); err != nil {
 		return err
 	}
 	p.clampHighWatermarkLocked()
+	if newEnd := p.log.LogEndOffset(); newEnd < oldEnd && logger != nil {
+		logger.Warn("follower truncated its log", append([]any{
+			"topic", p.tp.Topic, "partition", p.tp.Partition, "reason", why,
+			"leader", p.leader, "leader_epoch", p.leaderEpoch,
+			"from_offset", newEnd, "old_end_offset", oldEnd, "offsets_removed", oldEnd - newEnd,
+			"bytes_removed", oldSize - p.log.Size(), "high_watermark_before", hw,
+		}, attrs...)...)
+	}
 	return nil
 }
 
 // truncateFully empties the log; the caller fetches from the leader's log
 // start offset next.
-func (p *partition) truncateFully(leader, leaderEpoch int32) error {
+func (p *partition) truncateFully(logger *slog.Logger, leader, leaderEpoch int32, why string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.followingLocked(leader, leaderEpoch) {
 		return nil
 	}
-	if err := p.truncateLocked(0); err != nil {
-		return err
-	}
-	p.clampHighWatermarkLocked()
-	return nil
+	return p.truncateAsFollowerLocked(logger, 0, why)
 }
 
 // clampHighWatermarkLocked keeps the high watermark at or below the log end

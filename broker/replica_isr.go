@@ -6,8 +6,9 @@ package broker
 // (partition.proposeISRLocked) and queues the proposal for runAlter, which
 // sends every queued proposal in one AlterPartition request, off the
 // request path (Kafka's AlterPartitionManager). At most one proposal per
-// partition is in flight; until it is answered the high watermark is
-// computed over the committed ISR plus any member being added.
+// partition is in flight; until its outcome is known the high watermark is
+// computed over the committed ISR plus any member being added, even when
+// the controller cannot be reached for a long time.
 
 import (
 	"context"
@@ -76,7 +77,7 @@ func (rm *replicaManager) checkISR(ctx context.Context) {
 			p.mu.Unlock()
 			continue
 		}
-		p.beginAlterLocked(next)
+		seq := p.beginAlterLocked(next)
 		req := controller.AlterPartitionRequest{
 			BrokerID:       self,
 			BrokerEpoch:    brokerEpoch,
@@ -89,7 +90,7 @@ func (rm *replicaManager) checkISR(ctx context.Context) {
 		}
 		p.mu.Unlock()
 		b.logger.Debug("proposing ISR change", "topic", p.tp.Topic, "partition", p.tp.Partition, "isr", next, "leader_epoch", req.LeaderEpoch, "partition_epoch", req.PartitionEpoch)
-		proposals = append(proposals, alterProposal{p: p, req: req})
+		proposals = append(proposals, alterProposal{p: p, seq: seq, req: req})
 	}
 	if len(proposals) == 0 {
 		return
@@ -108,17 +109,21 @@ func (rm *replicaManager) checkISR(ctx context.Context) {
 // follower of 10,000 partitions rejoins their ISRs in a handful of them.
 const alterBatchMax = 2000
 
-// alterProposal is one queued ISR proposal of a partition this node leads.
+// alterProposal is one queued ISR proposal of a partition this node leads;
+// seq is the partition's number for it (partition.beginAlterLocked).
 type alterProposal struct {
 	p   *partition
+	seq uint64
 	req controller.AlterPartitionRequest
 }
 
 // runAlter sends the queued ISR proposals to the controller, batched, one
 // request at a time: Kafka's AlterPartitionManager. While a request is out,
-// new proposals queue up and go in the next one. A batch that failed for a
-// reason other than a stale proposal is proposed again, after a short
-// backoff, by the ISR check it kicks.
+// new proposals queue up and go in the next one. A proposal whose outcome is
+// unknown (no answer, NOT_CONTROLLER, a timeout) is sent again as it was,
+// after a short backoff, until an answer or the metadata settles it: it
+// stays pending meanwhile, so the high watermark keeps counting the
+// replicas it would add (partition.alterDone).
 func (rm *replicaManager) runAlter(ctx context.Context) {
 	for {
 		select {
@@ -138,23 +143,44 @@ func (rm *replicaManager) runAlter(ctx context.Context) {
 			if n == 0 {
 				break
 			}
-			if rm.sendAlter(ctx, batch) {
-				t := time.NewTimer(replicaFetchBackoff)
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
-				rm.b.kickISR()
+			retry := rm.sendAlter(ctx, batch)
+			if len(retry) == 0 {
+				continue
 			}
+			t := time.NewTimer(replicaFetchBackoff)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+			rm.requeueAlter(retry)
 		}
 	}
 }
 
+// requeueAlter puts proposals whose outcome is unknown back at the head of
+// the queue, with this node's current broker epoch (a re-registered
+// process proposes under its new one, as Kafka's manager reads the epoch
+// when it sends).
+func (rm *replicaManager) requeueAlter(retry []alterProposal) {
+	epoch := int64(-1)
+	if img := rm.b.metadata(); img != nil {
+		if br := img.Brokers[rm.b.cfg.NodeID]; br != nil {
+			epoch = br.Epoch
+		}
+	}
+	for i := range retry {
+		retry[i].req.BrokerEpoch = epoch
+	}
+	rm.alterMu.Lock()
+	rm.alterPending = append(retry, rm.alterPending...)
+	rm.alterMu.Unlock()
+}
+
 // sendAlter proposes batch in one request and hands each partition its
-// answer. It reports whether some proposal failed for a reason that a
-// retry may cure (the controller was unreachable or changing hands).
-func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) (retry bool) {
+// answer. It returns the proposals to send again: those whose outcome is
+// unknown and that the metadata has not settled meanwhile.
+func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) (retry []alterProposal) {
 	b := rm.b
 	self := b.cfg.NodeID
 	reqs := make([]controller.AlterPartitionRequest, len(batch))
@@ -164,30 +190,41 @@ func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) 
 	actx, cancel := context.WithTimeout(ctx, alterPartitionTimeout)
 	results, err := b.alterPartitions(actx, reqs)
 	cancel()
-	failed := 0
-	var firstErr error
+	var (
+		unsettled int
+		firstErr  error
+	)
 	for i, pr := range batch {
 		var mp controller.Partition
 		perr := err
 		if err == nil {
 			mp, perr = results[i].Partition, results[i].Err
 		}
-		if perr != nil {
-			failed++
-			if firstErr == nil {
-				firstErr = perr
-			}
-			retry = retry || !kerrIs(perr, kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion)
+		if perr != nil && firstErr == nil {
+			firstErr = perr
 		}
-		pr.p.alterDone(self, pr.req.LeaderEpoch, mp, perr)
+		switch pr.p.alterDone(self, pr.seq, pr.req.LeaderEpoch, mp, perr) {
+		case alterRetry:
+			unsettled++
+			retry = append(retry, pr)
+		case alterWaitMetadata:
+			unsettled++
+		}
 	}
-	if failed > 0 {
-		b.logger.Info("ISR changes not committed", "partitions", failed, "proposed", len(batch),
+	switch {
+	case unsettled > 0 && outcomeUnknown(firstErr):
+		b.logger.Warn("ISR changes of unknown outcome: keeping the proposed ISR pending", "partitions", unsettled,
+			"proposed", len(batch), "first_topic", batch[0].req.Topic, "first_partition", batch[0].req.Partition, "err", firstErr)
+	case firstErr != nil:
+		b.logger.Info("ISR changes not committed", "pending", unsettled, "proposed", len(batch),
 			"first_topic", batch[0].req.Topic, "first_partition", batch[0].req.Partition, "err", firstErr)
-	} else {
+	default:
 		b.logger.Info("ISR changes committed", "partitions", len(batch))
 	}
-	return retry && ctx.Err() == nil
+	if ctx.Err() != nil {
+		return nil
+	}
+	return retry
 }
 
 // kerrIs reports whether err is any of the Kafka errors codes.

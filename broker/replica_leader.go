@@ -54,7 +54,7 @@ func (p *partition) becomeLeaderLocked(self int32, now time.Time) {
 	}
 	p.epochStartOffset = leo
 	p.followers = make(map[int32]*followerState, len(p.replicas))
-	p.pendingISR = nil
+	p.settleAlterLocked()
 	p.syncFollowersLocked(self, now)
 }
 
@@ -83,6 +83,16 @@ func (p *partition) syncFollowersLocked(self int32, now time.Time) {
 	}
 }
 
+// maximalISRLocked is the ISR the high watermark is computed over: the
+// committed ISR, or while a proposal's outcome is unknown its union with
+// the proposed one. Lock should be held.
+func (p *partition) maximalISRLocked() []int32 {
+	if p.pendingISR != nil {
+		return p.pendingISR
+	}
+	return p.isr
+}
+
 // advanceHighWatermarkLocked moves the leader's high watermark to the
 // minimum log end offset over the maximal ISR (the committed ISR plus a
 // pending expansion), never backwards, and wakes waiters when it moves.
@@ -92,11 +102,7 @@ func (p *partition) advanceHighWatermarkLocked(self int32) {
 		return
 	}
 	hw := p.log.LogEndOffset()
-	isr := p.isr
-	if p.pendingISR != nil {
-		isr = p.pendingISR
-	}
-	for _, id := range isr {
+	for _, id := range p.maximalISRLocked() {
 		if id == self {
 			continue
 		}
@@ -199,44 +205,90 @@ func (p *partition) proposeISRLocked(self int32, img *controller.Image, now time
 	return next
 }
 
-// beginAlterLocked marks a proposal of next as in flight. Lock should be
+// beginAlterLocked marks a proposal of next as in flight and returns its
+// sequence number, which its answer is matched against. Lock should be
 // held.
-func (p *partition) beginAlterLocked(next []int32) {
+func (p *partition) beginAlterLocked(next []int32) uint64 {
 	p.isrInFlight = true
+	p.alterSeq++
 	p.pendingISR = slices.Clone(p.isr)
 	for _, id := range next {
 		if !slices.Contains(p.pendingISR, id) {
 			p.pendingISR = append(p.pendingISR, id)
 		}
 	}
+	return p.alterSeq
 }
 
-// alterDone applies the controller's answer to a proposal made at
-// leaderEpoch: the committed partition on success; on a stale proposal
-// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) nothing is proposed again
-// until the metadata image brings the partition's newer state.
-func (p *partition) alterDone(self int32, leaderEpoch int32, mp controller.Partition, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// settleAlterLocked ends the proposal in flight, if any: its outcome is
+// known (committed, proven not applied, or superseded by metadata), so the
+// high watermark goes back to the committed ISR and an answer still on its
+// way is ignored. Lock should be held.
+func (p *partition) settleAlterLocked() {
+	if p.isrInFlight || p.pendingISR != nil {
+		p.alterSeq++
+	}
 	p.isrInFlight = false
 	p.pendingISR = nil
-	if p.leaderEpoch != leaderEpoch {
-		return
+}
+
+// alterOutcome is what a leader does with the answer to an ISR proposal.
+type alterOutcome int
+
+const (
+	// alterSettled: the answer is final (committed, proven not applied,
+	// or superseded); nothing more to send.
+	alterSettled alterOutcome = iota
+	// alterRetry: the outcome is unknown (no answer, NOT_CONTROLLER, a
+	// timeout, an internal error): the proposal stays pending and the
+	// same request is sent again, as Kafka's AlterPartitionManager does.
+	alterRetry
+	// alterWaitMetadata: the controller knows a newer state of the
+	// partition (or this leader's); the proposal stays pending until the
+	// metadata image brings it.
+	alterWaitMetadata
+)
+
+// alterDone applies the controller's answer to proposal seq, made at
+// leaderEpoch, and says what to do next. Kafka's rule (KIP-497, the KRaft
+// partition state machine): the leader keeps the maximal ISR for the high
+// watermark until it knows the outcome, and falls back to the committed
+// ISR only on an answer that proves the change was not applied —
+// OPERATION_NOT_ATTEMPTED, or INELIGIBLE_REPLICA, which the controller
+// checks only after the leader and partition epochs, so the proposal was
+// current and refused. Every other error leaves the outcome open: a timed
+// out or lost answer may belong to a committed change, and a stale-epoch
+// refusal of a retry may mean an earlier attempt was committed.
+func (p *partition) alterDone(self int32, seq uint64, leaderEpoch int32, mp controller.Partition, err error) alterOutcome {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.alterSeq != seq || !p.isrInFlight || p.leader != self || p.leaderEpoch != leaderEpoch {
+		// Settled already: by metadata, or this node no longer
+		// leads at that epoch.
+		return alterSettled
 	}
-	if err != nil {
-		if kerrIs(err, kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion) {
-			p.isrBlocked = true
+	switch {
+	case err == nil:
+		p.settleAlterLocked()
+		if mp.LeaderEpoch == p.leaderEpoch && mp.PartitionEpoch >= p.partitionEpoch {
+			p.partitionEpoch = mp.PartitionEpoch
+			p.isr = append(p.isr[:0], mp.ISR...)
+			p.syncFollowersLocked(self, time.Time{})
+			p.wakeLocked()
 		}
 		p.advanceHighWatermarkLocked(self)
-		return
+		return alterSettled
+	case kerrIs(err, kerr.OperationNotAttempted, kerr.IneligibleReplica):
+		p.settleAlterLocked()
+		p.advanceHighWatermarkLocked(self)
+		return alterSettled
+	case kerrIs(err, kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion, kerr.InvalidRequest,
+		kerr.UnknownTopicOrPartition, kerr.UnknownTopicID):
+		p.isrBlocked = true
+		return alterWaitMetadata
+	default:
+		return alterRetry
 	}
-	if mp.LeaderEpoch == p.leaderEpoch && mp.PartitionEpoch >= p.partitionEpoch {
-		p.partitionEpoch = mp.PartitionEpoch
-		p.isr = append(p.isr[:0], mp.ISR...)
-		p.syncFollowersLocked(self, time.Time{})
-		p.wakeLocked()
-	}
-	p.advanceHighWatermarkLocked(self)
 }
 
 // ackResult tells an acks=-1 producer waiting for offset next at leader
@@ -253,7 +305,7 @@ func (p *partition) ackResult(self int32, leaderEpoch int32, next int64) (code i
 	if p.hw.Load() < next {
 		return 0, false
 	}
-	if len(p.isr) < p.minInsync {
+	if len(p.maximalISRLocked()) < p.minInsync {
 		return kerr.NotEnoughReplicasAfterAppend.Code, true
 	}
 	return 0, true

@@ -64,9 +64,10 @@ type AlterPartitionResult struct {
 // errors; the accepted ones are committed together in one command (and the
 // reassignments they complete in a second). The results are parallel to
 // reqs. The error is for the whole request: NOT_CONTROLLER on a node that is
-// not the active controller, or a commit that failed, in which case no
-// proposal was committed. A partition named twice gets INVALID_REQUEST the
-// second time.
+// not the active controller (nothing was committed), or a commit that did
+// not complete, whose proposals may or may not be committed
+// (ErrOutcomeUnknown: the proposer must wait for metadata to tell). A
+// partition named twice gets INVALID_REQUEST the second time.
 func (c *Controller) AlterPartitions(ctx context.Context, reqs []AlterPartitionRequest) ([]AlterPartitionResult, error) {
 	c.decide.Lock()
 	defer c.decide.Unlock()

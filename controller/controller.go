@@ -323,6 +323,16 @@ func (c *Controller) ActiveControllerID() int32 {
 // metadata.
 var errNotController = fmt.Errorf("%w: this node is not the active controller", kerr.NotController)
 
+// ErrOutcomeUnknown marks a decision whose outcome is not known: the command
+// went into the raft log (or the request to the active controller went out)
+// but no answer came back, because leadership was lost or the answer was.
+// It may have been committed, and may still be. Callers must not act as if
+// it was rejected: a partition leader keeps its proposed ISR in its high
+// watermark until metadata tells it what happened (KIP-497). An error that
+// carries it also carries the Kafka code a client gets (NOT_CONTROLLER, so
+// clients retry against the next controller, or REQUEST_TIMED_OUT).
+var ErrOutcomeUnknown = errors.New("controller: outcome unknown")
+
 // requireLeader returns NOT_CONTROLLER unless this node may decide now.
 func (c *Controller) requireLeader() error {
 	if !c.leaderReady.Load() {
@@ -356,13 +366,19 @@ func (c *Controller) apply(ctx context.Context, cmd command) error {
 	fut := c.node.raft.Apply(data, timeout)
 	if err := fut.Error(); err != nil {
 		switch {
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
+			// The entry may be in the log of a quorum already: the
+			// next leader may commit it.
+			c.log.Warn("metadata command outcome unknown", "command", cmd.commandType(), "err", err)
+			return fmt.Errorf("%w: %w: %v", kerr.NotController, ErrOutcomeUnknown, err)
 		case isNotLeader(err):
+			// Refused before it entered the log.
 			return fmt.Errorf("%w: %v", kerr.NotController, err)
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
 		default:
 			c.log.Error("metadata command failed", "command", cmd.commandType(), "err", err)
-			return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+			return fmt.Errorf("%w: %w: %v", kerr.UnknownServerError, ErrOutcomeUnknown, err)
 		}
 	}
 	if err, ok := fut.Response().(error); ok && err != nil {
