@@ -115,6 +115,9 @@ type alterProposal struct {
 	p   *partition
 	seq uint64
 	req controller.AlterPartitionRequest
+	// resent counts how often the proposal was sent again after an
+	// unknown outcome; it only thins out the log.
+	resent int
 }
 
 // runAlter sends the queued ISR proposals to the controller, batched, one
@@ -171,6 +174,7 @@ func (rm *replicaManager) requeueAlter(retry []alterProposal) {
 	}
 	for i := range retry {
 		retry[i].req.BrokerEpoch = epoch
+		retry[i].resent++
 	}
 	rm.alterMu.Lock()
 	rm.alterPending = append(retry, rm.alterPending...)
@@ -193,6 +197,9 @@ func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) 
 	var (
 		unsettled int
 		firstErr  error
+		// quiet: every proposal is a re-send whose unknown outcome
+		// was logged already; say so again only now and then.
+		quiet = true
 	)
 	for i, pr := range batch {
 		var mp controller.Partition
@@ -207,11 +214,13 @@ func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) 
 		case alterRetry:
 			unsettled++
 			retry = append(retry, pr)
+			quiet = quiet && pr.resent%100 != 0
 		case alterWaitMetadata:
 			unsettled++
 		}
 	}
 	switch {
+	case len(retry) > 0 && quiet:
 	case unsettled > 0 && outcomeUnknown(firstErr):
 		b.logger.Warn("ISR changes of unknown outcome: keeping the proposed ISR pending", "partitions", unsettled,
 			"proposed", len(batch), "first_topic", batch[0].req.Topic, "first_partition", batch[0].req.Partition, "err", firstErr)
