@@ -28,6 +28,14 @@ const (
 	// flushTimeout bounds how long stopping waits for the records still in
 	// flight; those left then are failed and counted as unknown.
 	flushTimeout = 60 * time.Second
+	// produceTimeout and timeoutOverhead bound how long the client waits
+	// for a produce answer before it retries elsewhere: a cut peer sends no
+	// reset, so this is how long a client sits on a connection to an
+	// isolated leader. kgo's default overhead (10 s on top of the request's
+	// own timeout) would make every isolation look 15 s long whatever the
+	// cluster did; these make the unavailability figures the cluster's.
+	produceTimeout  = 3 * time.Second
+	timeoutOverhead = time.Second
 )
 
 // ack is where an acknowledged record was written, and when the producer
@@ -69,7 +77,8 @@ func startProducer(addrs []string, topic string, partitions int32, tag string) (
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MetadataMinAge(200*time.Millisecond),
 		kgo.MetadataMaxAge(2*time.Second),
-		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.ProduceRequestTimeout(produceTimeout),
+		kgo.RequestTimeoutOverhead(timeoutOverhead),
 		kgo.DialTimeout(2*time.Second),
 	)
 	if err != nil {
@@ -247,7 +256,8 @@ func (w *txnWorkload) client() (*kgo.Client, error) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.MetadataMinAge(200*time.Millisecond),
 		kgo.MetadataMaxAge(2*time.Second),
-		kgo.ProduceRequestTimeout(5*time.Second),
+		kgo.ProduceRequestTimeout(produceTimeout),
+		kgo.RequestTimeoutOverhead(timeoutOverhead),
 		kgo.DialTimeout(2*time.Second),
 	)
 }
