@@ -17,8 +17,9 @@ import (
 )
 
 // Issue 13, problem 6 and acceptance 3: three sluice processes with every
-// CPU saturated by other processes (one `yes > /dev/null` per CPU) and a
-// steady idempotent acks=all producer, for SLUICE_SOAK_CPU (a Go duration).
+// CPU saturated by other processes (two `yes > /dev/null` per CPU) and a
+// steady acks=all producer of 1 KiB records, for SLUICE_SOAK_CPU (a Go
+// duration).
 // Nothing fails, so there must be no fencing of a (live) broker and no raft
 // leader stepping down: both are counted in the processes' logs ("fenced
 // broker" not asked for by a controlled shutdown; "failed to contact
@@ -66,8 +67,10 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 		return nil
 	})
 
-	// The load: one busy process per CPU, at the same priority.
-	for range runtime.NumCPU() {
+	// The load: two busy processes per CPU, at the same priority, so the
+	// brokers get well under half of each CPU.
+	burners := 2 * runtime.NumCPU()
+	for range burners {
 		burner := exec.Command("yes") // stdout nil: /dev/null
 		if err := burner.Start(); err != nil {
 			t.Fatalf("start a CPU burner: %v", err)
@@ -89,6 +92,7 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 		acked, failed int
 		firstErr      error
 	)
+	value := make([]byte, 1024)
 	stop := make(chan struct{})
 	produced := make(chan struct{})
 	go func() {
@@ -99,7 +103,8 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 				return
 			default:
 			}
-			producer.Produce(ctx, &kgo.Record{Value: []byte("s" + strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+			v := append([]byte("s"+strconv.Itoa(i)+" "), value...)
+			producer.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -111,7 +116,7 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 				}
 				acked++
 			})
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(500 * time.Microsecond)
 		}
 	}()
 
@@ -154,7 +159,7 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	fmt.Printf("soak under %d CPU burners for %s: %d records acknowledged, %d failed; fencings %d, raft step-downs (quorum lost) %d, controller leadership lost %d, metadata polls short of a broker %d\n",
-		runtime.NumCPU(), soak, acked, failed, fenced, quorumLost, leadershipLost, shortBrokers)
+		burners, soak, acked, failed, fenced, quorumLost, leadershipLost, shortBrokers)
 	if failed > 0 {
 		t.Errorf("%d records failed, the first with %v", failed, firstErr)
 	}
