@@ -96,11 +96,21 @@ func TestChaos(t *testing.T) {
 
 // logDir returns where a scenario keeps the nodes' data and logs:
 // SLUICE_CHAOS_LOGDIR/<scenario> when set (kept), else a temporary
-// directory removed after the test.
+// directory removed after the test unless it failed, so that a failure in
+// CI leaves the nodes' logs to read.
 func logDir(t *testing.T, name string) string {
 	base := os.Getenv("SLUICE_CHAOS_LOGDIR")
 	if base == "" {
-		return t.TempDir()
+		dir, err := os.MkdirTemp("", "sluice-chaos-"+name+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if !t.Failed() {
+				os.RemoveAll(dir)
+			}
+		})
+		return dir
 	}
 	dir := filepath.Join(base, name)
 	os.RemoveAll(dir)
@@ -119,7 +129,7 @@ const (
 // returns its summary line, which it also prints.
 func runScenario(t *testing.T, iptables, bin string, f form, s scenario) string {
 	dir := logDir(t, s.name)
-	c := startCluster(t, iptables, bin, dir, 3)
+	c := startCluster(t, iptables, bin, dir, 3, s.overrides...)
 	ctrl, err := c.controller(1)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +233,7 @@ func runScenario(t *testing.T, iptables, bin string, f form, s scenario) string 
 		t.Errorf("%s: partition %d acknowledged nothing for %v, longer than the %v this scenario allows", s.name, gapPart, gap.Round(10*time.Millisecond), s.maxUnavailable)
 	}
 	if t.Failed() {
-		t.Logf("node logs and data: %s (kept with SLUICE_CHAOS_LOGDIR)", dir)
+		t.Logf("node logs and data kept in %s", dir)
 	}
 	return line
 }
