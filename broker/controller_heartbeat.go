@@ -236,6 +236,17 @@ func (h *heartbeatClient) ClosedByPeer() (int32, time.Time, bool) {
 	return pc.controller, pc.at, true
 }
 
+// Broken returns the current connection's done channel, closed once its
+// reader ended; nil without a connection.
+func (h *heartbeatClient) Broken() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return nil
+	}
+	return h.conn.done
+}
+
 // closeLocked closes the connection and waits for its reader.
 func (h *heartbeatClient) closeLocked() {
 	if h.conn == nil {

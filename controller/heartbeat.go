@@ -59,6 +59,12 @@ type HeartbeatTransport interface {
 	// when it dies, so this is how a node that becomes controller knows
 	// its predecessor's process is gone.
 	ClosedByPeer() (controllerID int32, at time.Time, ok bool)
+	// Broken returns a channel that is closed once the current connection
+	// has failed (the controller's side closed it, say), or nil if there
+	// is no connection; the heartbeat loop then sends at once, so a live
+	// broker is back on a new connection well within the controller's
+	// grace for a closed one. It is not called during Heartbeat.
+	Broken() <-chan struct{}
 	// Close closes the connection.
 	Close() error
 }
@@ -122,10 +128,15 @@ func (c *Controller) heartbeatLoop(ctx context.Context, h *heartbeater) {
 	defer t.Stop()
 	failures := 0
 	for {
+		var broken <-chan struct{}
+		if h.transport != nil {
+			broken = h.transport.Broken()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-broken:
 		}
 		wait := h.interval
 		if err := c.sendHeartbeat(ctx, h); err != nil {

@@ -53,6 +53,8 @@ func (m *memHeartbeats) setCut(cut bool) {
 	m.cut = cut
 }
 
+func (m *memHeartbeats) Broken() <-chan struct{} { return nil }
+
 func (m *memHeartbeats) ClosedByPeer() (int32, time.Time, bool) { return -1, time.Time{}, false }
 
 func (m *memHeartbeats) Close() error {
