@@ -210,11 +210,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, brokerID int32) err
 	if c.Image().Brokers[brokerID] == nil {
 		return fmt.Errorf("%w: broker %d is not registered", kerr.StaleBrokerEpoch, brokerID)
 	}
-	down := map[int32]bool{}
-	for _, m := range members {
-		if m.Status == memberFailed || m.Status == memberLeft {
-			down[m.ID] = true
-		}
-	}
-	return c.fenceBroker(ctx, brokerID, down, true)
+	// Brokers whose session is over are not elected; serf's verdict alone
+	// excludes nobody (session.go).
+	return c.fenceBroker(ctx, brokerID, c.unavailable(c.Image(), members), true)
 }
