@@ -152,14 +152,14 @@ func runScenario(t *testing.T, iptables, bin string, f form, s scenario) string 
 	}
 
 	tag := fmt.Sprintf("%s-%d", s.name, time.Now().UnixNano())
-	prod, err := startProducer(c.addrs(), mainTopic, int32(len(assignment)), tag)
+	prod, err := startProducer(c.addrs(), mainTopic, int32(len(assignment)), tag, clientLog(t, dir, "producer")...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var txn *txnWorkload
 	topics := []string{mainTopic}
 	if !s.noTxn {
-		txn = startTxnWorkload(c.addrs(), txnTopic, 3, tag)
+		txn = startTxnWorkload(c.addrs(), txnTopic, 3, tag, clientLog(t, dir, "txn")...)
 		topics = append(topics, txnTopic)
 	}
 	stopped := false
@@ -236,6 +236,29 @@ func runScenario(t *testing.T, iptables, bin string, f form, s scenario) string 
 		t.Logf("node logs and data kept in %s", dir)
 	}
 	return line
+}
+
+// clientLog returns the option that writes a workload's franz-go log to
+// dir/<name>-client.log when SLUICE_CHAOS_CLIENT_LOG is info or debug, to
+// tell a client's slowness from the cluster's when a gap looks long.
+func clientLog(t *testing.T, dir, name string) []kgo.Opt {
+	var level kgo.LogLevel
+	switch os.Getenv("SLUICE_CHAOS_CLIENT_LOG") {
+	case "":
+		return nil
+	case "debug":
+		level = kgo.LogLevelDebug
+	default:
+		level = kgo.LogLevelInfo
+	}
+	f, err := os.Create(filepath.Join(dir, name+"-client.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(f, level, func() string {
+		return time.Now().Format("15:04:05.000 ")
+	}))}
 }
 
 // check reads both topics back, then stops the nodes and compares the

@@ -80,6 +80,8 @@
 //	                           the clock in the long form; printed either way)
 //	SLUICE_CHAOS_BIN           a prebuilt sluice binary to test instead of
 //	                           building ./cmd/sluice
+//	SLUICE_CHAOS_CLIENT_LOG    info or debug: write the workloads' franz-go
+//	                           logs to <scenario dir>/{producer,txn}-client.log
 //	SLUICE_CHAOS_LOG_LEVEL     the nodes' --log-level (debug shows ISR proposals)
 //	SLUICE_CHAOS_LOGDIR        keep each scenario's node logs and data in
 //	                           <dir>/<scenario> instead of a temporary directory

@@ -142,7 +142,11 @@ func scenarios() []scenario {
 				e.hold(max(e.f.hold, 2*sessionTimeout))
 				return errors.Join(errs...)
 			},
-			maxUnavailable: sessionTimeout,
+			// Writes should not stop at all; the bound leaves room for a
+			// raft election on a loaded machine (4.9 s seen under a load
+			// average of 10 on two cores) and still fails the old code,
+			// which stopped them for the whole cut.
+			maxUnavailable: sessionTimeout + lagTime,
 			// The old code fenced every other broker and left every
 			// partition led by the controller after the heal.
 			afterHeal: func(e *scenarioEnv) error {

@@ -68,19 +68,19 @@ type producer struct {
 }
 
 // startProducer starts the loops; stop ends them.
-func startProducer(addrs []string, topic string, partitions int32, tag string) (*producer, error) {
-	cl, err := kgo.NewClient(
+func startProducer(addrs []string, topic string, partitions int32, tag string, extra ...kgo.Opt) (*producer, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(addrs...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.MetadataMinAge(200*time.Millisecond),
-		kgo.MetadataMaxAge(2*time.Second),
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.MetadataMinAge(200 * time.Millisecond),
+		kgo.MetadataMaxAge(2 * time.Second),
 		kgo.ProduceRequestTimeout(produceTimeout),
 		kgo.RequestTimeoutOverhead(timeoutOverhead),
-		kgo.DialTimeout(2*time.Second),
-	)
+		kgo.DialTimeout(2 * time.Second),
+	}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +219,7 @@ type txnWorkload struct {
 	partitions int32
 	addrs      []string
 	txnID      string
+	extra      []kgo.Opt // more client options, such as a logger
 
 	stopLoop context.CancelFunc
 	done     chan struct{}
@@ -233,10 +234,10 @@ type txnWorkload struct {
 
 const txnRecords = 4
 
-func startTxnWorkload(addrs []string, topic string, partitions int32, tag string) *txnWorkload {
+func startTxnWorkload(addrs []string, topic string, partitions int32, tag string, extra ...kgo.Opt) *txnWorkload {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &txnWorkload{
-		topic: topic, partitions: partitions, addrs: addrs, txnID: tag + "-txn",
+		topic: topic, partitions: partitions, addrs: addrs, txnID: tag + "-txn", extra: extra,
 		stopLoop: cancel, done: make(chan struct{}),
 		sent: map[string]bool{}, committed: map[string]bool{}, aborted: map[string]bool{}, unknown: map[string]bool{},
 	}
@@ -248,18 +249,18 @@ func startTxnWorkload(addrs []string, topic string, partitions int32, tag string
 }
 
 func (w *txnWorkload) client() (*kgo.Client, error) {
-	return kgo.NewClient(
+	return kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(w.addrs...),
 		kgo.TransactionalID(w.txnID),
-		kgo.TransactionTimeout(10*time.Second),
+		kgo.TransactionTimeout(10 * time.Second),
 		kgo.DefaultProduceTopic(w.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.MetadataMinAge(200*time.Millisecond),
-		kgo.MetadataMaxAge(2*time.Second),
+		kgo.MetadataMinAge(200 * time.Millisecond),
+		kgo.MetadataMaxAge(2 * time.Second),
 		kgo.ProduceRequestTimeout(produceTimeout),
 		kgo.RequestTimeoutOverhead(timeoutOverhead),
-		kgo.DialTimeout(2*time.Second),
-	)
+		kgo.DialTimeout(2 * time.Second),
+	}, w.extra...)...)
 }
 
 func (w *txnWorkload) loop(ctx context.Context, tag string) {
