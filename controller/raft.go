@@ -49,7 +49,7 @@ const (
 // Raft timing of a multi-node cluster. Heartbeats cross real sockets, and
 // a broker's raft shares its CPUs with request handling (in tests, with
 // several whole nodes and a process saturating every CPU), so the timeouts
-// are eight times the lone node's.
+// are six times the lone node's.
 //
 //   - LeaderLeaseTimeout is how long a leader may go without hearing from
 //     a quorum before it steps down ("failed to contact quorum of nodes").
@@ -57,18 +57,20 @@ const (
 //     now and then under issue 13's fault-injection runs (problem 6): a
 //     few hundred milliseconds without being scheduled, or a follower that
 //     was not, is ordinary there. (cmd/sluice's CPU-saturated soak did not
-//     reproduce it at 200 ms in 2 x 2 minutes; it checks that none
-//     happens at these values.)
-//     400 ms is ten missed heartbeats (a leader heartbeats every
-//     HeartbeatTimeout/10 = 40 ms); a leader that really lost its quorum
+//     reproduce it at 200 ms in 2 x 2 minutes, nor at 300 ms in 10
+//     minutes; it checks that none happens at these values.)
+//     300 ms is ten missed heartbeats (a leader heartbeats every
+//     HeartbeatTimeout/10 = 30 ms); a leader that really lost its quorum
 //     cannot commit anything meanwhile, so a longer lease costs nothing
 //     but a later step-down.
 //   - HeartbeatTimeout may not be below the lease (raft checks), and it is
 //     what a dead controller costs: a follower stands for election
-//     400-800 ms after the last contact from a dead leader. That is why
-//     the lease is not longer: at 500 ms a kill -9 of a partition leader
-//     that was also the controller took 1.2-1.4 s to fail over, pushing
-//     the median of the kill -9 loop towards a second. With pre-vote a
+//     300-600 ms after the last contact from a dead leader. That is why
+//     the lease is not longer: a kill -9 of a partition leader that is
+//     also the controller waits for that election, and in the kill -9
+//     loop the new partition leader is often the new controller too. At
+//     500 ms those rounds took 1.2-1.4 s and at 400 ms 0.9-1.1 s, pushing
+//     the loop's median towards or past a second. With pre-vote a
 //     lone follower that was starved cannot depose a leader the others
 //     still hear.
 //   - ElectionTimeout, the wait before a split vote is retried, matches.
@@ -78,15 +80,15 @@ const (
 //     fence command only once its own raft applies it, and the cost, an
 //     empty AppendEntries per follower every 10 ms while idle, is small.
 //
-// A controller killed with kill -9 is thus replaced in about 0.5-0.9 s
-// (cmd/sluice's TestThreeProcessClusterControllerFailover measured 743 ms,
-// against 418 ms with the 200 ms timeouts); the new controller fences the
-// dead one at once, not after a session, because every node saw its
-// heartbeat connection to it close (heartbeat.go).
+// A controller killed with kill -9 is thus replaced in about 0.4-0.8 s
+// (cmd/sluice's TestThreeProcessClusterControllerFailover; 418 ms with the
+// 200 ms timeouts, see the commit for the figures); the new controller
+// fences the dead one at once, not after a session, because every node
+// saw its heartbeat connection to it close (heartbeat.go).
 const (
-	raftClusterHeartbeatTimeout   = 400 * time.Millisecond
-	raftClusterElectionTimeout    = 400 * time.Millisecond
-	raftClusterLeaderLeaseTimeout = 400 * time.Millisecond
+	raftClusterHeartbeatTimeout   = 300 * time.Millisecond
+	raftClusterElectionTimeout    = 300 * time.Millisecond
+	raftClusterLeaderLeaseTimeout = 300 * time.Millisecond
 	raftClusterCommitTimeout      = 10 * time.Millisecond
 	// raftTCPMaxPool and raftTCPTimeout are the TCP transport's pooled
 	// connections per peer and its I/O deadline.
