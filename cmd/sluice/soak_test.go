@@ -32,7 +32,8 @@ import (
 //
 //	SLUICE_SOAK_CPU=10m go test ./cmd/sluice -run TestThreeProcessSoakUnderCPULoad -v -timeout 30m
 //
-// and a short form fits CI: SLUICE_SOAK_CPU=30s.
+// and a short form fits CI: SLUICE_SOAK_CPU=30s. SLUICE_SOAK_BURNERS_PER_CPU
+// (default 2) loads the machine harder.
 func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 	spec := os.Getenv("SLUICE_SOAK_CPU")
 	if spec == "" {
@@ -67,9 +68,16 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 		return nil
 	})
 
-	// The load: two busy processes per CPU, at the same priority, so the
-	// brokers get well under half of each CPU.
-	burners := 2 * runtime.NumCPU()
+	// The load: two busy processes per CPU (SLUICE_SOAK_BURNERS_PER_CPU
+	// sets another count), at the same priority, so the brokers get well
+	// under half of each CPU.
+	perCPU := 2
+	if v := os.Getenv("SLUICE_SOAK_BURNERS_PER_CPU"); v != "" {
+		if perCPU, err = strconv.Atoi(v); err != nil || perCPU < 0 {
+			t.Fatalf("SLUICE_SOAK_BURNERS_PER_CPU=%q: want a count", v)
+		}
+	}
+	burners := perCPU * runtime.NumCPU()
 	for range burners {
 		burner := exec.Command("yes") // stdout nil: /dev/null
 		if err := burner.Start(); err != nil {
