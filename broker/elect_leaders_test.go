@@ -281,14 +281,7 @@ func TestElectLeadersFailsInFlightAcksAllWrites(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 20000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "inflight", topicID
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = recordBatch(-1, -1, -1, false, "in-flight")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := produceRequest("inflight", topicID, 0, 20000, recordBatch(-1, -1, -1, false, "in-flight"))
 		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 		defer cancel()
 		resp, err := req.RequestWith(ctx, cl.Broker(1))

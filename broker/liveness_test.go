@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
 )
@@ -183,14 +182,7 @@ func TestBrokerCutFromControllerIsFenced(t *testing.T) {
 			leo, hw, _ := c.Node(id).Broker.ReplicaOffsets("cutoff", 0)
 			t.Logf("node %d: log end %d, high watermark %d", id, leo, hw)
 		}
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 2000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic, rt.TopicID = "cutoff", topicID
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = recordBatch(-1, -1, -1, false, "debug")
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := produceRequest("cutoff", topicID, 0, 2000, recordBatch(-1, -1, -1, false, "debug"))
 		resp, rerr := req.RequestWith(context.Background(), pinned(t, c, int(p.Leader)))
 		if rerr == nil {
 			t.Logf("raw produce to %d: %v %v", p.Leader, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode), resp.Topics[0].Partitions[0].ErrorMessage)
@@ -200,14 +192,7 @@ func TestBrokerCutFromControllerIsFenced(t *testing.T) {
 
 	// The cut broker's own image still makes it leader (no raft from the
 	// controller); its session is over, so it must not acknowledge.
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 2000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = "cutoff", topicID
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = recordBatch(-1, -1, -1, false, "on the cut broker")
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequest("cutoff", topicID, 0, 2000, recordBatch(-1, -1, -1, false, "on the cut broker"))
 	pctx, pcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer pcancel()
 	resp, err := req.RequestWith(pctx, pinned(t, c, victim))

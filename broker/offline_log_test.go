@@ -90,14 +90,7 @@ func offlineCodes(t *testing.T, cl *kgo.Client, topic string, id [16]byte, p int
 	node := cl.SeedBrokers()[0]
 	codes := make(map[string]int16)
 
-	produce := kmsg.NewPtrProduceRequest()
-	produce.Acks, produce.TimeoutMillis = -1, 5000
-	pt := kmsg.NewProduceRequestTopic()
-	pt.Topic, pt.TopicID = topic, id
-	pp := kmsg.NewProduceRequestTopicPartition()
-	pp.Partition, pp.Records = p, recordBatch(-1, -1, -1, false, "after")
-	pt.Partitions = append(pt.Partitions, pp)
-	produce.Topics = append(produce.Topics, pt)
+	produce := produceRequest(topic, id, p, 5000, recordBatch(-1, -1, -1, false, "after"))
 	if resp, err := produce.RequestWith(ctx, node); err != nil {
 		t.Fatalf("produce: %v", err)
 	} else {

@@ -38,19 +38,25 @@ func recordBatch(id int64, epoch int16, seq int32, transactional bool, values ..
 	return b.AppendTo(nil)
 }
 
+// produceRequest is an acks=all Produce of one batch to one partition,
+// waiting at most timeoutMillis for the ISR.
+func produceRequest(topic string, id [16]byte, partition int32, timeoutMillis int32, batch []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, timeoutMillis
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // rawProduce sends one batch to partition 0 with acks=all and returns the
 // partition's base offset and error code.
 func rawProduce(t *testing.T, cl kmsg.Requestor, topic string, id [16]byte, batch []byte) (int64, int16) {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks = -1
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = topic, id
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := produceRequest(topic, id, 0, 5000, batch)
 	resp, err := req.RequestWith(context.Background(), cl)
 	if err != nil {
 		t.Fatal(err)
