@@ -64,15 +64,13 @@ type partition struct {
 	// ISR), which the high watermark and acks=-1 are computed over: a
 	// proposal whose answer was lost may have been committed, and a
 	// replica it added may be elected leader. alterSeq numbers proposals,
-	// so an answer to one that metadata already settled is ignored.
+	// so an answer to one that metadata already settled is ignored. A
+	// proposal refused as stale (FENCED_LEADER_EPOCH,
+	// INVALID_UPDATE_VERSION, …) simply stays in flight: nothing is
+	// proposed again until the metadata brings the newer state.
 	isrInFlight bool
 	pendingISR  []int32
 	alterSeq    uint64
-	// isrBlocked is set when the controller refused a proposal as stale
-	// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, …): the proposal stays
-	// pending, and nothing is proposed again, until the metadata image
-	// brings the partition's newer state.
-	isrBlocked bool
 
 	hw atomic.Int64
 }
@@ -107,7 +105,6 @@ func (p *partition) update(self int32, mp *controller.Partition, minInsync int, 
 	if leaderChanged || mp.PartitionEpoch != p.partitionEpoch {
 		// The metadata settles whatever was proposed: the ISR below
 		// is the committed one.
-		p.isrBlocked = false
 		p.settleAlterLocked()
 	}
 	p.leader = mp.Leader

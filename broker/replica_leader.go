@@ -168,9 +168,9 @@ func (p *partition) canJoinLocked(f *followerState) bool {
 // followers that have not caught up within lagMax leave, caught-up
 // out-of-sync followers whose broker is registered, unfenced and at the
 // epoch they fetched with join. It returns nil when nothing changes or a
-// proposal is already in flight or blocked. Lock should be held.
+// proposal is still in flight (its outcome unknown). Lock should be held.
 func (p *partition) proposeISRLocked(self int32, img *controller.Image, now time.Time, lagMax time.Duration) []int32 {
-	if p.leader != self || p.isrInFlight || p.isrBlocked || p.followers == nil {
+	if p.leader != self || p.isrInFlight || p.followers == nil {
 		return nil
 	}
 	next := make([]int32, 0, len(p.replicas))
@@ -284,7 +284,7 @@ func (p *partition) alterDone(self int32, seq uint64, leaderEpoch int32, mp cont
 		return alterSettled
 	case kerrIs(err, kerr.FencedLeaderEpoch, kerr.InvalidUpdateVersion, kerr.InvalidRequest,
 		kerr.UnknownTopicOrPartition, kerr.UnknownTopicID):
-		p.isrBlocked = true
+		// Still in flight: the metadata settles it.
 		return alterWaitMetadata
 	default:
 		return alterRetry
