@@ -16,31 +16,43 @@ import (
 
 func TestReplicationCutOffFollowerLeavesAndRejoinsISR(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3)
+	c.WaitForBrokers(3)
+	// Neither the leader nor the cut follower is the controller: a
+	// broker cut from the controller's listener loses its heartbeats and
+	// is fenced (TestBrokerCutFromControllerIsFenced), which is not what
+	// this test is about.
+	ctrl := c.Controller()
+	rest := otherThan(3, ctrl)
+	leader, follower := int32(rest[0]), int32(rest[1])
 	all := clusterClient(c, kgo.RequiredAcks(kgo.AllISRAcks()))
-	createAssigned(t, all, "cut", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
-	waitState(t, all, "cut", "full ISR on leader 1", func(st partitionState) bool { return st.leader == 1 && len(st.isr) == 3 })
+	createAssigned(t, all, "cut", []int32{leader, int32(ctrl), follower}, map[string]string{"min.insync.replicas": "2"})
+	waitState(t, all, "cut", "full ISR on the leader", func(st partitionState) bool { return st.leader == leader && len(st.isr) == 3 })
 	if err := produce(all, "cut", valuesN("a", 10)...); err != nil {
 		t.Fatal(err)
 	}
 
-	// Follower 3 can no longer reach leader 1. A write now waits for 3
-	// until the leader gives up on it; then it is acknowledged by 1 and 2.
-	c.Cut(3, 1)
+	// The follower can no longer reach the leader. A write now waits for
+	// it until the leader gives up on it; then it is acknowledged by the
+	// leader and the controller's replica.
+	c.Cut(int(follower), int(leader))
 	if err := produce(all, "cut", valuesN("b", 10)...); err != nil {
 		t.Fatalf("acks=all with a follower cut off: %v", err)
 	}
-	st := waitState(t, all, "cut", "ISR without 3", func(st partitionState) bool { return slices.Equal(st.isr, []int32{1, 2}) })
-	if st.leader != 1 {
-		t.Fatalf("leader %d after cutting a follower off, want 1", st.leader)
+	st := waitState(t, all, "cut", "ISR without the cut follower", func(st partitionState) bool {
+		return slices.Equal(st.isr, []int32{leader, int32(ctrl)})
+	})
+	if st.leader != leader {
+		t.Fatalf("leader %d after cutting a follower off, want %d", st.leader, leader)
 	}
-	// 3 is alive all along: still a registered broker, still a replica.
+	// The follower is alive all along: still a registered broker, still
+	// a replica.
 	c.WaitForBrokers(3)
 	if err := produce(all, "cut", valuesN("c", 10)...); err != nil {
-		t.Fatalf("acks=all with ISR [1 2]: %v", err)
+		t.Fatalf("acks=all with ISR [%d %d]: %v", leader, ctrl, err)
 	}
 
-	c.Heal(3, 1)
-	waitState(t, all, "cut", "3 back in the ISR", isrLen(3))
+	c.Heal(int(follower), int(leader))
+	waitState(t, all, "cut", "the follower back in the ISR", isrLen(3))
 	if end := waitIdentical(t, c, "cut", 1, 2, 3); end != 30 {
 		t.Fatalf("log end offset %d, want 30", end)
 	}
