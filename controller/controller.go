@@ -32,6 +32,10 @@ type Config struct {
 	// Values below 1 mean 1.
 	DefaultPartitions        int32
 	DefaultReplicationFactor int16
+	// BrokerPartitions bounds the partition replicas CreateTopics and
+	// CreatePartitions may place on one broker (partition_limits.go); the
+	// zero value is no limit.
+	BrokerPartitions BrokerPartitionLimit
 
 	// ValidateTopicConfig and ValidateBrokerConfig check one config value
 	// before it is written; nil accepts everything. A returned error's text

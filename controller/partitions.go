@@ -26,7 +26,10 @@ type CreatePartitionsResult struct {
 // removed. New partitions take the replication factor of partition 0 and,
 // without a manual assignment, continue the topic's placement pattern from
 // its partition 0 leader. All accepted topics are written as one command;
-// with validateOnly nothing is written.
+// with validateOnly nothing is written. A request adding more than
+// MaxPartitionsPerRequest partitions fails as a whole, and no broker is
+// given more partition replicas than Config.BrokerPartitions allows
+// (partition_limits.go).
 func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitions, validateOnly bool) []CreatePartitionsResult {
 	results := make([]CreatePartitionsResult, len(reqs))
 	for i, r := range reqs {
@@ -47,6 +50,13 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 	for _, r := range reqs {
 		occurrences[r.Topic]++
 	}
+	if createPartitionsAdded(img, reqs, occurrences) > MaxPartitionsPerRequest {
+		for i := range results {
+			results[i].Err = errExcessivePartitions
+		}
+		return results
+	}
+	load := newBrokerLoad(img, c.cfg.BrokerPartitions)
 	var (
 		cmd     createPartitionsCmd
 		planned []int
@@ -57,6 +67,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 			continue
 		}
 		rec, err := planPartitions(img, brokers, r)
+		if err == nil {
+			err = load.add(rec.Replicas)
+		}
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -88,8 +101,6 @@ func planPartitions(img *Image, brokers []placementBroker, r CreatePartitions) (
 		return newPartitionsRecord{}, fmt.Errorf("%w: Topic currently has %d partitions, which is higher than the requested %d.", kerr.InvalidPartitions, current, r.Count)
 	case r.Count == current:
 		return newPartitionsRecord{}, fmt.Errorf("%w: Topic already has %d partitions.", kerr.InvalidPartitions, current)
-	case r.Count > maxPartitionsPerTopic:
-		return newPartitionsRecord{}, fmt.Errorf("%w: Number of partitions %d exceeds the limit of %d.", kerr.InvalidPartitions, r.Count, maxPartitionsPerTopic)
 	}
 	add := int(r.Count - current)
 	var partition0 []int32

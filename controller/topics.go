@@ -8,12 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// maxPartitionsPerTopic bounds what one request can make the controller
-// allocate. Kafka has no per-topic limit but caps the records of one
-// operation at 10,000 (QuorumController.MAX_RECORDS_PER_USER_OP); a
-// partition is one record there, so this is the same ceiling per topic.
-const maxPartitionsPerTopic = 10000
-
 // CreateTopic is one topic of a CreateTopics request.
 type CreateTopic struct {
 	Name string
@@ -43,11 +37,23 @@ type CreateTopicResult struct {
 // CreateTopics creates topics, each independently: one bad topic fails only
 // its own result. All accepted topics are written as one command, so they
 // appear in the image together. With validateOnly every check runs and
-// nothing is written.
+// nothing is written. A request for more than MaxPartitionsPerRequest
+// partitions fails as a whole, and no broker is given more partition
+// replicas than Config.BrokerPartitions allows (partition_limits.go).
 func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, validateOnly bool) []CreateTopicResult {
 	results := make([]CreateTopicResult, len(topics))
 	for i, t := range topics {
 		results[i] = CreateTopicResult{Name: t.Name, NumPartitions: -1, ReplicationFactor: -1}
+	}
+	occurrences := map[string]int{}
+	for _, t := range topics {
+		occurrences[t.Name]++
+	}
+	if createTopicsPartitions(topics, occurrences, c.cfg.DefaultPartitions) > MaxPartitionsPerRequest {
+		for i := range results {
+			results[i].Err = errExcessivePartitions
+		}
+		return results
 	}
 	c.decide.Lock()
 	defer c.decide.Unlock()
@@ -60,10 +66,7 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 
 	img := c.Image()
 	brokers := placementBrokers(img)
-	occurrences := map[string]int{}
-	for _, t := range topics {
-		occurrences[t.Name]++
-	}
+	load := newBrokerLoad(img, c.cfg.BrokerPartitions)
 	var (
 		cmd     createTopicsCmd
 		planned []int // indexes into results of the topics in cmd
@@ -75,6 +78,9 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 			continue
 		}
 		rec, err := c.planTopic(img, brokers, pending, t)
+		if err == nil {
+			err = load.add(rec.Replicas)
+		}
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -143,9 +149,6 @@ func (c *Controller) planTopic(img *Image, brokers []placementBroker, pending ma
 		if partitions <= 0 {
 			return topicRecord{}, fmt.Errorf("%w: Number of partitions was set to an invalid non-positive value.", kerr.InvalidPartitions)
 		}
-		if partitions > maxPartitionsPerTopic {
-			return topicRecord{}, fmt.Errorf("%w: Number of partitions %d exceeds the limit of %d.", kerr.InvalidPartitions, partitions, maxPartitionsPerTopic)
-		}
 		if rf <= 0 {
 			return topicRecord{}, fmt.Errorf("%w: Replication factor must be larger than 0, or -1 to use the default value.", kerr.InvalidReplicationFactor)
 		}
@@ -197,12 +200,10 @@ func checkReplicationFactor(rf, brokers int) error {
 }
 
 // assignmentList turns a manual assignment keyed by partition into a list,
-// requiring the keys to be exactly 0..n-1.
+// requiring the keys to be exactly 0..n-1. CreateTopics has bounded n by
+// MaxPartitionsPerRequest already.
 func assignmentList(assignment map[int32][]int32) ([][]int32, error) {
 	n := int32(len(assignment))
-	if n > maxPartitionsPerTopic {
-		return nil, fmt.Errorf("%w: Number of partitions %d exceeds the limit of %d.", kerr.InvalidPartitions, n, maxPartitionsPerTopic)
-	}
 	out := make([][]int32, n)
 	for p, r := range assignment {
 		if p < 0 || p >= n {
