@@ -111,9 +111,11 @@
 //   - A broker re-registers only when its endpoint or rack changed, so
 //     restarts do not grow the log; its epoch is the index of its latest
 //     registration.
-//   - A topic may have at most 10,000 partitions (KRaft's per-operation
-//     record limit), so a request cannot make the controller allocate
-//     without bound.
+//   - One CreateTopics or CreatePartitions may create at most 10,000
+//     partitions (KRaft's MAX_PARTITIONS_PER_BATCH, which Kafka applies to
+//     CreateTopics only), and no broker is given more partition replicas
+//     than Config.BrokerPartitions (KIP-578's max.broker.partitions, or
+//     the open-file limit); partition_limits.go.
 //   - __cluster_metadata cannot be created: its partition directory is
 //     where the raft log lives.
 //   - Unclean election is resolved as topic config, then the active
