@@ -23,7 +23,36 @@ type consumerReplay struct {
 	currents        map[string]*currentAssignmentValue
 }
 
+// replayConsumerRecord applies one consumer group record to all. A value
+// that cannot be decoded is an error and changes nothing: the load skips
+// the record and the key keeps what earlier records said.
 func replayConsumerRecord(all map[string]*consumerReplay, k decodedKey, r parsedRecord) error {
+	// Decode first, so a bad value leaves the group as it was.
+	var (
+		epoch, assignmentEpoch int32
+		hash                   int64
+		member                 *memberMetadataValue
+		target                 map[topicID][]int32
+		current                *currentAssignmentValue
+		err                    error
+	)
+	if r.value != nil {
+		switch k.version {
+		case consumerGroupMetadataKeyVersion:
+			epoch, hash, err = decodeConsumerGroupMetadata(r.value)
+		case consumerGroupTargetMetadataKeyVersion:
+			assignmentEpoch, err = decodeTargetMetadata(r.value)
+		case consumerGroupMemberMetadataKeyVersion:
+			member, err = decodeMemberMetadata(r.value)
+		case consumerGroupTargetMemberKeyVersion:
+			target, err = decodeTargetMember(r.value)
+		case consumerGroupCurrentAssignmentKeyVersion:
+			current, err = decodeCurrentAssignment(r.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	cr := all[k.group]
 	if cr == nil {
 		cr = &consumerReplay{
@@ -33,44 +62,42 @@ func replayConsumerRecord(all map[string]*consumerReplay, k decodedKey, r parsed
 		}
 		all[k.group] = cr
 	}
-	var err error
 	switch k.version {
 	case consumerGroupMetadataKeyVersion:
 		cr.offset = r.offset
 		if r.value == nil {
 			// The group was deleted: forget everything about it.
-			*cr = consumerReplay{members: cr.members, targets: cr.targets, currents: cr.currents}
+			*cr = consumerReplay{offset: cr.offset, members: cr.members, targets: cr.targets, currents: cr.currents}
 			clear(cr.members)
 			clear(cr.targets)
 			clear(cr.currents)
 			return nil
 		}
-		cr.exists = true
-		cr.epoch, cr.hash, err = decodeConsumerGroupMetadata(r.value)
+		cr.exists, cr.epoch, cr.hash = true, epoch, hash
 	case consumerGroupTargetMetadataKeyVersion:
 		if r.value != nil {
-			cr.assignmentEpoch, err = decodeTargetMetadata(r.value)
+			cr.assignmentEpoch = assignmentEpoch
 		}
 	case consumerGroupMemberMetadataKeyVersion:
 		if r.value == nil {
 			delete(cr.members, k.member)
 			return nil
 		}
-		cr.members[k.member], err = decodeMemberMetadata(r.value)
+		cr.members[k.member] = member
 	case consumerGroupTargetMemberKeyVersion:
 		if r.value == nil {
 			delete(cr.targets, k.member)
 			return nil
 		}
-		cr.targets[k.member], err = decodeTargetMember(r.value)
+		cr.targets[k.member] = target
 	case consumerGroupCurrentAssignmentKeyVersion:
 		if r.value == nil {
 			delete(cr.currents, k.member)
 			return nil
 		}
-		cr.currents[k.member], err = decodeCurrentAssignment(r.value)
+		cr.currents[k.member] = current
 	}
-	return err
+	return nil
 }
 
 // restoreConsumer makes g the consumer group the replay describes.

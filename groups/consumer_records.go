@@ -196,6 +196,14 @@ func (r *recordReader) fail(err error) {
 	r.b = nil
 }
 
+// valueVersion reads a value's int16 version. Kafka defines version 0 of
+// every consumer group value; a later one is not guessed at.
+func (r *recordReader) valueVersion() {
+	if v := r.int16(); r.err == nil && v != 0 {
+		r.fail(fmt.Errorf("unknown value version %d", v))
+	}
+}
+
 func (r *recordReader) span(n int) []byte {
 	if r.err != nil || n < 0 || len(r.b) < n {
 		r.fail(errShortRecord)
@@ -319,7 +327,7 @@ func (r *recordReader) done(what string) error {
 
 func decodeConsumerGroupMetadata(b []byte) (epoch int32, hash int64, err error) {
 	r := &recordReader{b: b}
-	r.int16()
+	r.valueVersion()
 	epoch = r.int32()
 	r.tags(func(tag int, data []byte) {
 		if tag == 0 && len(data) == 8 {
@@ -331,14 +339,14 @@ func decodeConsumerGroupMetadata(b []byte) (epoch int32, hash int64, err error) 
 
 func decodeTargetMetadata(b []byte) (int32, error) {
 	r := &recordReader{b: b}
-	r.int16()
+	r.valueVersion()
 	epoch := r.int32()
 	return epoch, r.done("target assignment metadata value")
 }
 
 func decodeMemberMetadata(b []byte) (*memberMetadataValue, error) {
 	r := &recordReader{b: b}
-	r.int16()
+	r.valueVersion()
 	v := &memberMetadataValue{}
 	v.instanceID = r.compactNullableString()
 	v.rackID = r.compactNullableString()
@@ -356,7 +364,7 @@ func decodeMemberMetadata(b []byte) (*memberMetadataValue, error) {
 
 func decodeTargetMember(b []byte) (map[topicID][]int32, error) {
 	r := &recordReader{b: b}
-	r.int16()
+	r.valueVersion()
 	out := make(map[topicID][]int32)
 	n := r.arrayLen()
 	for i := 0; i < n && r.err == nil; i++ {
@@ -394,7 +402,7 @@ func (r *recordReader) epochPartitions(defaultEpoch int32) map[topicID]map[int32
 
 func decodeCurrentAssignment(b []byte) (*currentAssignmentValue, error) {
 	r := &recordReader{b: b}
-	r.int16()
+	r.valueVersion()
 	v := &currentAssignmentValue{}
 	v.memberEpoch = r.int32()
 	v.previousEpoch = r.int32()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,7 +17,18 @@ import (
 // assignments (consumer_load.go). Transactional offset commits are replayed
 // with their producers' markers (offsetReplay, txn_offsets.go). It also
 // returns the offset where the replay stopped.
+//
+// A record the coordinator cannot parse — a key or value that does not
+// decode, a value of a version it does not know, a record whose framing
+// in its batch is broken — is logged with its partition and offset and
+// skipped, as Kafka's coordinator loaders do: the key keeps what earlier
+// records said and the rest of the partition loads. Records of key types
+// this coordinator does not know (share or streams groups of a newer
+// Kafka) are ignored and counted. Only a batch header that cannot be read
+// fails the load, since no later batch can be found past it.
 func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, int64, error) {
+	skipped := &skippedRecords{logger: c.cfg.Logger, partition: partition}
+	defer skipped.done()
 	metas := make(map[string]*kmsg.GroupMetadataValue)
 	metaOffsets := make(map[string]int64) // offset of each classic group's last record
 	consumers := make(map[string]*consumerReplay)
@@ -35,19 +47,28 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			break
 		}
 		last, err := parseBatches(data, func(r parsedRecord) error {
+			if r.err != nil {
+				skipped.add(r.offset, r.err)
+				return nil
+			}
 			if r.control {
 				offsets.marker(r.producerID, r.commit)
 				return nil
 			}
 			k, err := decodeKey(r.key)
 			if errors.Is(err, errUnknownKey) {
+				skipped.unknown++
 				return nil
 			}
 			if err != nil {
-				return err
+				skipped.add(r.offset, err)
+				return nil
 			}
 			if k.version >= consumerGroupMetadataKeyVersion {
-				return replayConsumerRecord(consumers, k, r)
+				if err := replayConsumerRecord(consumers, k, r); err != nil {
+					skipped.add(r.offset, fmt.Errorf("group %q: %w", k.group, err))
+				}
+				return nil
 			}
 			if k.isGroup {
 				if r.value == nil {
@@ -56,7 +77,8 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 				}
 				v, err := decodeGroupValue(r.value)
 				if err != nil {
-					return err
+					skipped.add(r.offset, fmt.Errorf("group %q: %w", k.group, err))
+					return nil
 				}
 				metas[k.group] = v
 				metaOffsets[k.group] = r.offset
@@ -68,7 +90,8 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			}
 			o, err := decodeOffsetValue(r.value)
 			if err != nil {
-				return err
+				skipped.add(r.offset, fmt.Errorf("group %q, %s-%d: %w", k.group, k.topic, k.partition, err))
+				return nil
 			}
 			o.recordOffset = r.offset
 			offsets.commit(r.producerID, k.group, k.topic, k.partition, o)
@@ -133,4 +156,37 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 	}
 	return groups, next, nil
+}
+
+// maxSkippedLogs bounds the records of one load logged one by one, so a
+// partition full of unreadable records cannot flood the log.
+const maxSkippedLogs = 10
+
+// skippedRecords logs the records a load of a __consumer_offsets
+// partition skips: the first maxSkippedLogs each with its offset and
+// error, then the counts when the load ends.
+type skippedRecords struct {
+	logger    *slog.Logger
+	partition int32
+	bad       int // unreadable records
+	unknown   int // records of key types this coordinator does not know
+}
+
+func (s *skippedRecords) add(offset int64, err error) {
+	s.bad++
+	if s.bad <= maxSkippedLogs {
+		s.logger.Error("skipping unreadable record while loading __consumer_offsets",
+			"partition", s.partition, "offset", offset, "err", err)
+	}
+}
+
+func (s *skippedRecords) done() {
+	if s.bad > maxSkippedLogs {
+		s.logger.Error("skipped unreadable records while loading __consumer_offsets",
+			"partition", s.partition, "records", s.bad, "logged", maxSkippedLogs)
+	}
+	if s.unknown > 0 {
+		s.logger.Warn("ignored records of unknown types while loading __consumer_offsets",
+			"partition", s.partition, "records", s.unknown)
+	}
 }

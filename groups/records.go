@@ -36,6 +36,10 @@ const (
 	// leader epoch; groupMetadataValueVersion 3 carries instance ids.
 	offsetCommitValueVersion  = 3
 	groupMetadataValueVersion = 3
+	// The newest value versions Kafka defines (v4 of both is flexible);
+	// a value of a later version is not guessed at.
+	maxOffsetCommitValueVersion  = 4
+	maxGroupMetadataValueVersion = 4
 )
 
 // ErrCorruptRecord is returned when a record of __consumer_offsets cannot be
@@ -132,13 +136,20 @@ type parsedRecord struct {
 	producerID int64
 	control    bool
 	commit     bool
+	// err is set, and nothing else but offset, when the record could
+	// not be read out of its batch: the rest of that batch is skipped.
+	err error
 }
 
 // parseBatches walks whole batches, calling fn for each record of each
 // uncompressed data batch and once for each transaction marker. It
 // returns the offset after the last batch. Other control batches, and
 // compressed batches (which the coordinator never writes), are skipped
-// rather than guessed at.
+// rather than guessed at. A record whose framing cannot be read is handed
+// to fn with err set and ends its batch (the records after it cannot be
+// found); the next batch is read as usual, since the batch header says
+// where it starts. A batch header that cannot be read is an error: with
+// it, no later batch can be found.
 func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err error) {
 	next = -1
 	for len(data) > 0 {
@@ -172,26 +183,27 @@ func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err err
 				continue
 			}
 			commit, ok, err := parseMarker(recs, base)
+			switch {
+			case err != nil:
+				err = fn(parsedRecord{offset: base, producerID: producerID, err: err})
+			case ok:
+				err = fn(parsedRecord{offset: base, producerID: producerID, control: true, commit: commit})
+			}
 			if err != nil {
 				return next, err
-			}
-			if ok {
-				if err := fn(parsedRecord{offset: base, producerID: producerID, control: true, commit: commit}); err != nil {
-					return next, err
-				}
 			}
 			continue
 		}
 		for i := 0; i < count; i++ {
-			length, n := binary.Varint(recs)
-			if n <= 0 || length < 0 || int64(len(recs)-n) < length {
-				return next, fmt.Errorf("%w: bad record length in batch at offset %d", ErrCorruptRecord, base)
+			r, rest, err := readRecord(recs)
+			if err != nil {
+				err = fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorruptRecord, i, base, err)
+				if err := fn(parsedRecord{offset: base + int64(i), producerID: producerID, err: err}); err != nil {
+					return next, err
+				}
+				break
 			}
-			var r kmsg.Record
-			if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
-				return next, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
-			}
-			recs = recs[n+int(length):]
+			recs = rest
 			if err := fn(parsedRecord{offset: base + int64(r.OffsetDelta), key: r.Key, value: r.Value, producerID: producerID}); err != nil {
 				return next, err
 			}
@@ -200,17 +212,27 @@ func parseBatches(data []byte, fn func(parsedRecord) error) (next int64, err err
 	return next, nil
 }
 
+// readRecord reads the record at the start of recs, checking its varint
+// length against the bytes there, and returns the bytes after it.
+func readRecord(recs []byte) (kmsg.Record, []byte, error) {
+	var r kmsg.Record
+	length, n := binary.Varint(recs)
+	if n <= 0 || length < 0 || int64(len(recs)-n) < length {
+		return r, nil, errors.New("bad record length")
+	}
+	if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
+		return r, nil, err
+	}
+	return r, recs[n+int(length):], nil
+}
+
 // parseMarker reads the first record of a control batch: a key of int16
 // version and int16 type, type 0 being ABORT and 1 COMMIT. ok is false for
 // other control records.
 func parseMarker(recs []byte, base int64) (commit, ok bool, err error) {
-	length, n := binary.Varint(recs)
-	if n <= 0 || length < 0 || int64(len(recs)-n) < length {
-		return false, false, fmt.Errorf("%w: bad control record length in batch at offset %d", ErrCorruptRecord, base)
-	}
-	var r kmsg.Record
-	if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
-		return false, false, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+	r, _, err := readRecord(recs)
+	if err != nil {
+		return false, false, fmt.Errorf("%w: control record of the batch at offset %d: %v", ErrCorruptRecord, base, err)
 	}
 	if len(r.Key) < 4 {
 		return false, false, nil
@@ -292,6 +314,9 @@ func decodeKey(b []byte) (decodedKey, error) {
 var errUnknownKey = errors.New("groups: unknown record key version")
 
 func decodeOffsetValue(b []byte) (committedOffset, error) {
+	if err := checkValueVersion(b, maxOffsetCommitValueVersion, "offset commit value"); err != nil {
+		return committedOffset{}, err
+	}
 	var v kmsg.OffsetCommitValue
 	if err := v.ReadFrom(b); err != nil {
 		return committedOffset{}, fmt.Errorf("%w: offset commit value: %v", ErrCorruptRecord, err)
@@ -304,9 +329,24 @@ func decodeOffsetValue(b []byte) (committedOffset, error) {
 }
 
 func decodeGroupValue(b []byte) (*kmsg.GroupMetadataValue, error) {
+	if err := checkValueVersion(b, maxGroupMetadataValueVersion, "group metadata value"); err != nil {
+		return nil, err
+	}
 	v := new(kmsg.GroupMetadataValue)
 	if err := v.ReadFrom(b); err != nil {
 		return nil, fmt.Errorf("%w: group metadata value: %v", ErrCorruptRecord, err)
 	}
 	return v, nil
+}
+
+// checkValueVersion checks that a value starts with an int16 version from
+// 0 to newest: kmsg would read any later version as its newest layout.
+func checkValueVersion(b []byte, newest int16, what string) error {
+	if len(b) < 2 {
+		return fmt.Errorf("%w: %s of %d bytes", ErrCorruptRecord, what, len(b))
+	}
+	if v := int16(binary.BigEndian.Uint16(b)); v < 0 || v > newest {
+		return fmt.Errorf("%w: %s of unknown version %d", ErrCorruptRecord, what, v)
+	}
+	return nil
 }

@@ -347,11 +347,24 @@ func buildBatch(key, value []byte, timestamp int64) []byte {
 	return out
 }
 
-// parseBatches calls fn for each record of each uncompressed data batch in
+// logRecord is one record of a data batch read back from the log. err is
+// set, and nothing else but offset, when the record could not be read out
+// of its batch: the rest of that batch is skipped.
+type logRecord struct {
+	offset     int64
+	key, value []byte
+	err        error
+}
+
+// scanBatches calls fn for each record of each uncompressed data batch in
 // data and returns the offset after the last whole batch (-1 if none).
 // Control batches and compressed batches (which no coordinator writes) are
-// skipped.
-func parseBatches(data []byte, fn func(key, value []byte) error) (next int64, err error) {
+// skipped. A record whose framing cannot be read is handed to fn with err
+// set and ends its batch (the records after it cannot be found); the next
+// batch is read as usual, since the batch header says where it starts. A
+// batch header that cannot be read is an error: past it, no later batch
+// can be found.
+func scanBatches(data []byte, fn func(logRecord) error) (next int64, err error) {
 	next = -1
 	for len(data) >= batchHeaderSize {
 		base := int64(binary.BigEndian.Uint64(data))
@@ -371,20 +384,36 @@ func parseBatches(data []byte, fn func(key, value []byte) error) (next int64, er
 		}
 		recs := batch[batchHeaderSize:]
 		count := int(int32(binary.BigEndian.Uint32(batch[posRecordCount:])))
-		for range count {
+		for i := range count {
 			length, n := binary.Varint(recs)
-			if n <= 0 || length < 0 || int64(len(recs)-n) < length {
-				return next, fmt.Errorf("%w: bad record length in batch at offset %d", ErrCorruptRecord, base)
-			}
 			var r kmsg.Record
-			if err := r.ReadFrom(recs[:n+int(length)]); err != nil {
-				return next, fmt.Errorf("%w: %v", ErrCorruptRecord, err)
+			err := errors.New("bad record length")
+			if n > 0 && length >= 0 && int64(len(recs)-n) >= length {
+				err = r.ReadFrom(recs[:n+int(length)])
+			}
+			if err != nil {
+				err = fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorruptRecord, i, base, err)
+				if err := fn(logRecord{offset: base + int64(i), err: err}); err != nil {
+					return next, err
+				}
+				break
 			}
 			recs = recs[n+int(length):]
-			if err := fn(r.Key, r.Value); err != nil {
+			if err := fn(logRecord{offset: base + int64(r.OffsetDelta), key: r.Key, value: r.Value}); err != nil {
 				return next, err
 			}
 		}
 	}
 	return next, nil
+}
+
+// parseBatches is scanBatches for a caller that wants only keys and values
+// and stops at the first record that cannot be read.
+func parseBatches(data []byte, fn func(key, value []byte) error) (next int64, err error) {
+	return scanBatches(data, func(r logRecord) error {
+		if r.err != nil {
+			return r.err
+		}
+		return fn(r.key, r.value)
+	})
 }
