@@ -26,6 +26,15 @@ package broker
 // acks=-1 with NOT_LEADER_OR_FOLLOWER, before appending and again instead
 // of a success: by then the controller has fenced it or is about to and
 // may have elected another leader (controller_heartbeat.go).
+//
+// Internal topics (__consumer_offsets, __transaction_state) are closed to
+// clients: a Produce to one is INVALID_TOPIC_EXCEPTION ("Cannot append to
+// internal topic …") for that partition and nothing is appended, as in
+// Kafka's ReplicaManager, checked after the topic and partition are known
+// and before leadership. The coordinators write their records through the
+// partition's leader append (broker/groups.go, broker/txn.go), not through
+// this handler, and followers fetch, so neither is affected. Unlike Kafka,
+// no client id ("__admin_client") is let through.
 
 import (
 	"context"
@@ -158,6 +167,9 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	if rp.Partition < 0 || int(rp.Partition) >= len(topic.Partitions) {
 		return nil, 0, 0, kerr.UnknownTopicOrPartition
 	}
+	if topic.Internal || controller.IsInternalTopic(topic.Name) {
+		return nil, 0, 0, internalTopicWriteError(topic.Name)
+	}
 	p, err := b.hostedReplica(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
 	if err != nil {
 		return nil, 0, 0, err
@@ -190,6 +202,17 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	p.appendedAsLeader(b.cfg.NodeID)
 	return p, epoch, res.LastOffset, nil
 }
+
+// internalTopicWriteError is a client's Produce to an internal topic:
+// INVALID_TOPIC_EXCEPTION with Kafka's message, which is all the response
+// carries (errorMessage keeps an error's own words).
+type internalTopicWriteError string
+
+func (e internalTopicWriteError) Error() string {
+	return "Cannot append to internal topic " + string(e)
+}
+
+func (e internalTopicWriteError) Unwrap() error { return kerr.InvalidTopicException }
 
 func setProduceCurrentLeader(topic *controller.Topic, partition int32, sp *kmsg.ProduceResponseTopicPartition) {
 	if topic == nil || partition < 0 || int(partition) >= len(topic.Partitions) {
