@@ -71,6 +71,13 @@ func offsetCommitValue(version int16, offset int64) []byte {
 	return v.AppendTo(nil)
 }
 
+// groupMetadataValue is an Empty classic group's GroupMetadataValue.
+func groupMetadataValue(version int16) []byte {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation = version, "consumer", 3
+	return v.AppendTo(nil)
+}
+
 func txnLogKey(id string) []byte {
 	k := kmsg.TxnMetadataKey{Version: 0, TransactionalID: id}
 	return k.AppendTo(nil)
@@ -270,6 +277,8 @@ func TestUnreadableOffsetsRecordsAreSkipped(t *testing.T) {
 		keyedBatch(keyedRecord{offsetCommitKey("billing", "orders", 0), []byte{0, 3, 1}}),               // truncated value
 		keyedBatch(keyedRecord{offsetCommitKey("billing", "orders", 0), offsetCommitValue(99, 424242)}), // unknown value version
 		keyedBatch(keyedRecord{groupKey.AppendTo(nil), []byte{0, 3, 0xff}}),                             // bad group metadata value
+		keyedBatch(keyedRecord{groupKey.AppendTo(nil), groupMetadataValue(9)}),                          // unknown group metadata value version
+		keyedBatch(keyedRecord{[]byte{0, 42, 0, 1, 'x'}, []byte("x")}),                                  // a key type of a newer Kafka, ignored
 		keyedBatch(keyedRecord{consumerGroupKey, []byte{0, 0, 1}}),                                      // bad consumer group value
 		keyedBatch(keyedRecord{offsetCommitKey("shipping", "orders", 0), offsetCommitValue(3, 9)}),      // a good record after them
 		keyedBatch(keyedRecord{offsetCommitKey("billing", "orders", 0), []byte{0, 1}}, // a bad record and
@@ -303,6 +312,7 @@ func TestUnreadableTransactionStateRecordsAreSkipped(t *testing.T) {
 		keyedBatch(keyedRecord{txnLogKey("payments"), []byte{0, 1, 0}}), // truncated value
 		keyedBatch(keyedRecord{txnLogKey("payments"), unknownVersion}),  // unknown value version
 		keyedBatch(keyedRecord{txnLogKey("payments"), badState}),        // unknown transaction status
+		keyedBatch(keyedRecord{[]byte{0, 1, 0, 1, 'x'}, []byte("x")}),   // a key version of a newer Kafka, ignored
 		keyedBatch(keyedRecord{txnLogKey("refunds"), good}),             // a good record after them
 	)
 
