@@ -23,7 +23,9 @@ package groups
 // int16 version and use compact strings and arrays with tagged fields.
 // MetadataHash is sluice's own hash of the subscribed topics' names, ids and
 // partition counts: it only tells a reloading coordinator whether topics
-// changed while nobody watched. Unknown tags are skipped when read.
+// changed while nobody watched. Unknown tags are skipped when read; a value
+// of a version other than 0 is not guessed at, and the load skips its
+// record (load.go).
 
 import (
 	"encoding/binary"

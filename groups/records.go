@@ -18,6 +18,9 @@ package groups
 // transactional attribute and base sequence 0, as Kafka's coordinator
 // writes it, and the transaction's COMMIT or ABORT control batch, written
 // to the same partition by WriteTxnMarkers, decides its fate.
+//
+// A record that does not decode, or whose value is of a version newer than
+// Kafka's newest, is skipped by the load with an error log (load.go).
 
 import (
 	"encoding/binary"
