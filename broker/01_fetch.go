@@ -21,10 +21,21 @@ package broker
 // FetchOffset is its log end offset, which the leader records with the time
 // it was last caught up (replica_leader.go) before reading, so the high
 // watermark can advance and the ISR can shrink or grow. A replica id that is
-// not an assigned replica gets NOT_LEADER_OR_FOLLOWER, as in Kafka. MaxBytes caps
-// the response and PartitionMaxBytes each partition, except that the first
-// partition with data always gets at least one whole batch (KIP-74) so a
-// batch larger than the limits can still be consumed.
+// not an assigned replica gets NOT_LEADER_OR_FOLLOWER, as in Kafka.
+//
+// The record bytes of one answer are capped by the smaller of the request's
+// MaxBytes and the broker's fetch.max.bytes (default 55 MiB), for consumers
+// and followers alike, as Kafka's KafkaApis caps them, and each partition by
+// its PartitionMaxBytes; the first partition with data always gets at least
+// one whole batch (KIP-74) so a batch larger than the limits can still be
+// consumed. MinBytes is lowered to that cap, as Kafka lowers it, so a long
+// poll asking for more than it could ever get is not held for MaxWait. The
+// cap also leaves room for the per-partition fields, so an answer's int32
+// size prefix cannot overflow. A partition named more than once is answered
+// once, where it first appears, with the fetch offset and limits of its last
+// entry: Kafka reads the request into a LinkedHashMap keyed by topic (by id
+// from v13) and partition. Partitions of one topic that end up adjacent are
+// answered under one topic entry.
 //
 // Errors per partition: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID at v13+,
 // KIP-516), NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
@@ -38,6 +49,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,46 +72,129 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 		defer t.Stop()
 		deadline = t.C
 	}
+	plan := planFetch(req)
+	budget := b.fetchBudget(req, plan)
+	minBytes := min(int(req.MinBytes), budget)
 	for {
-		resp, bytes, hasErr, watches := b.fetchOnce(req, replicaID)
-		if req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || hasErr || len(watches) == 0 {
+		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget)
+		if req.MaxWaitMillis <= 0 || bytes >= minBytes || now || len(watches) == 0 {
 			return resp, nil
 		}
 		if !waitFetch(ctx, deadline, watches) {
-			resp, _, _, _ = b.fetchOnce(req, replicaID)
+			resp, _, _, _ = b.fetchOnce(req, replicaID, plan, budget)
 			return resp, nil
 		}
 	}
 }
 
-// fetchOnce builds a response from what the logs hold now. It returns the
-// bytes gathered, whether any partition errored, and the partitions that
-// were read, to wait on for new data (fetch_wait.go).
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
+// fetchTopic is one topic entry of the answer: the request's topic entry
+// that named it first, and its partitions, each the last request entry
+// that named it (planFetch).
+type fetchTopic struct {
+	topic      *kmsg.FetchRequestTopic
+	partitions []*kmsg.FetchRequestTopicPartition
+}
+
+// planFetch lists the partitions a Fetch request names, each once, in the
+// order they first appear, with the parameters of their last entry, as
+// Kafka's LinkedHashMap of fetch partitions holds them. Topics are told
+// apart by name before v13 and by id from v13 (KIP-516).
+func planFetch(req *kmsg.FetchRequest) []fetchTopic {
+	type topicKey struct {
+		name string
+		id   [16]byte
+	}
+	type partitionKey struct {
+		topic     topicKey
+		partition int32
+	}
+	keyOf := func(rt *kmsg.FetchRequestTopic) topicKey {
+		if req.Version >= 13 {
+			return topicKey{id: rt.TopicID}
+		}
+		return topicKey{name: rt.Topic}
+	}
+	type slot struct{ topic, partition int }
+	seen := make(map[partitionKey]slot)
+	var plan []fetchTopic
+	var lastKey topicKey
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		tk := keyOf(rt)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			pk := partitionKey{tk, rp.Partition}
+			if at, ok := seen[pk]; ok {
+				plan[at.topic].partitions[at.partition] = rp
+				continue
+			}
+			if len(plan) == 0 || lastKey != tk {
+				plan = append(plan, fetchTopic{topic: rt})
+				lastKey = tk
+			}
+			last := &plan[len(plan)-1]
+			seen[pk] = slot{len(plan) - 1, len(last.partitions)}
+			last.partitions = append(last.partitions, rp)
+		}
+	}
+	return plan
+}
+
+// Bytes an answer may take beyond its record bytes: a generous bound on
+// the encoded fields of one partition (error, offsets, epochs, tagged
+// fields, the records' length) and of one topic besides its name, and a
+// margin for the response header and aborted-transaction lists.
+const (
+	fetchPartitionOverhead = 128
+	fetchTopicOverhead     = 64
+	fetchResponseMargin    = 1 << 20
+)
+
+// fetchBudget is the most record bytes one answer to req may carry: the
+// request's MaxBytes and the broker's fetch.max.bytes, whichever is smaller,
+// and never so much that the answer with its per-partition fields would
+// overflow the int32 size prefix of its frame.
+func (b *Broker) fetchBudget(req *kmsg.FetchRequest, plan []fetchTopic) int {
+	const maxFrame = math.MaxInt32
+	budget := maxFrame
+	if req.MaxBytes > 0 {
+		budget = int(req.MaxBytes)
+	}
+	if limit := int(b.cfg.FetchMaxBytes); limit > 0 {
+		budget = min(budget, limit)
+	}
+	overhead := fetchResponseMargin
+	for _, t := range plan {
+		overhead += fetchTopicOverhead + len(t.topic.Topic) + fetchPartitionOverhead*len(t.partitions)
+	}
+	return max(0, min(budget, maxFrame-overhead))
+}
+
+// fetchOnce builds a response from what the logs hold now, for the
+// partitions of plan and at most budget record bytes (bar the first
+// batch). It returns the bytes gathered, whether to answer without
+// waiting (a partition errored, or the budget held data back), and the
+// partitions that were read, to wait on for new data (fetch_wait.go).
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	spliced := protocol.Splice(resp)
 	img := b.metadata()
 	byID := req.Version >= 13
-	budget := int(req.MaxBytes)
-	if req.Version < 3 || budget <= 0 {
-		budget = int(^uint32(0) >> 1)
-	}
 	total := 0
-	hasErr := false
+	hasErr, capped := false, false
 	var watches []*partitionWatch
-	for i := range req.Topics {
-		rt := &req.Topics[i]
+	for _, ft := range plan {
+		rt := ft.topic
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		topic := lookupTopic(img, byID, rt.Topic, rt.TopicID)
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
+		for _, rp := range ft.partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			// Kafka sends empty, not null, record bytes; librdkafka
 			// rejects a null set.
 			sp.RecordBatches = []byte{}
-			changed, n, err := b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0)
+			changed, n, err := b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0, &capped)
 			if err != nil {
 				hasErr = true
 				sp.ErrorCode = errorCode(err)
@@ -121,16 +216,20 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32) (*protocol.S
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return spliced, total, hasErr, watches
+	// An answer the budget cut short is as full as it can get: waiting
+	// for more data would not make it bigger.
+	return spliced, total, hasErr || capped, watches
 }
 
 // fetchPartition reads one partition into sp. It returns what to wait on
 // for the partition's next change — taken before anything is read, so a
 // change between the read and the wait is not missed — the record bytes
-// returned, and the partition's error. Record bytes of spliceMinBytes or
+// returned, and the partition's error; it sets *capped when budget, the
+// bytes left in the response, held back data the partition's own limit
+// would have allowed. Record bytes of spliceMinBytes or
 // more are not read: sp carries a placeholder of resp's for the segment
 // file range, and the connection sends it with sendfile.
-func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool) (*partitionWatch, int, error) {
+func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool, capped *bool) (*partitionWatch, int, error) {
 	if topic == nil {
 		if byID {
 			return nil, 0, kerr.UnknownTopicID
@@ -196,6 +295,9 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		limit = 0
 	}
 	sl, err := p.log.ReadSlice(rp.FetchOffset, int32(limit), maxOffset, first)
+	if err == nil && budget < int(rp.PartitionMaxBytes) && sl.NextOffset < maxOffset {
+		*capped = true // the response's budget, not the partition's, held data back
+	}
 	if err == nil && sl.Size > 0 {
 		if sl.Size >= spliceMinBytes {
 			sp.RecordBatches = resp.Bytes(sl.File, sl.Pos, sl.Size)
