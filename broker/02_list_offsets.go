@@ -13,6 +13,11 @@ package broker
 // is returned to a consumer (nothing at or above the last stable offset
 // for read_committed). CurrentLeaderEpoch (v4+) is checked as Fetch
 // does (KIP-320).
+//
+// A partition named more than once is answered once, with
+// INVALID_REQUEST, as Kafka's ReplicaManager.fetchOffset answers the
+// request's duplicate partitions; partitions are answered under one entry
+// per topic name, in the order they first appear.
 
 import (
 	"context"
@@ -20,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/protocol"
 )
 
@@ -36,58 +42,86 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	img := b.metadata()
+	type topicPartition struct {
+		topic     string
+		partition int32
+	}
+	copies := make(map[topicPartition]int)
+	for i := range req.Topics {
+		for _, rp := range req.Topics[i].Partitions {
+			copies[topicPartition{req.Topics[i].Topic, rp.Partition}]++
+		}
+	}
+	topicAt := make(map[string]int) // index in resp.Topics by name
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		st := kmsg.NewListOffsetsResponseTopic()
-		st.Topic = rt.Topic
 		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
+			k := topicPartition{rt.Topic, rp.Partition}
+			n := copies[k]
+			if n == 0 {
+				continue // a copy, answered where the partition first appeared
+			}
+			copies[k] = 0
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			err := func() error {
-				current := rp.CurrentLeaderEpoch
-				if req.Version < 4 {
-					current = -1
-				}
-				p, _, err := b.leaderReplica(topic, rp.Partition, current)
-				if err != nil {
-					return err
-				}
-				hw := p.highWatermark()
-				if req.IsolationLevel == isolationCommitted {
-					hw = min(p.lastStableOffset(), hw)
-				}
-				latestEpoch := p.log.LatestEpoch()
-				switch rp.Timestamp {
-				case listLatest:
-					sp.Offset = hw
-					sp.LeaderEpoch = latestEpoch
-				case listEarliest, listEarliestLocal:
-					sp.Offset = p.log.LogStartOffset()
-					sp.LeaderEpoch = latestEpoch
-				case listLatestTiered:
-				case listMaxTimestamp:
-					off, ts := p.log.MaxTimestamp()
-					if off >= 0 && off < hw {
-						sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
-					}
-				default:
-					if rp.Timestamp < 0 {
-						return kerr.InvalidRequest
-					}
-					off, ts, ok := p.log.OffsetForTimestamp(rp.Timestamp)
-					if ok && off < hw {
-						sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
-					}
-				}
-				return nil
-			}()
-			sp.ErrorCode = errorCode(err)
-			st.Partitions = append(st.Partitions, sp)
+			if n > 1 {
+				sp.ErrorCode = kerr.InvalidRequest.Code
+			} else {
+				sp.ErrorCode = errorCode(b.listOffset(req, topic, rp, &sp))
+			}
+			ti, ok := topicAt[rt.Topic]
+			if !ok {
+				ti = len(resp.Topics)
+				topicAt[rt.Topic] = ti
+				st := kmsg.NewListOffsetsResponseTopic()
+				st.Topic = rt.Topic
+				resp.Topics = append(resp.Topics, st)
+			}
+			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// listOffset answers one partition of a ListOffsets request into sp.
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic *controller.Topic, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	current := rp.CurrentLeaderEpoch
+	if req.Version < 4 {
+		current = -1
+	}
+	p, _, err := b.leaderReplica(topic, rp.Partition, current)
+	if err != nil {
+		return err
+	}
+	hw := p.highWatermark()
+	if req.IsolationLevel == isolationCommitted {
+		hw = min(p.lastStableOffset(), hw)
+	}
+	latestEpoch := p.log.LatestEpoch()
+	switch rp.Timestamp {
+	case listLatest:
+		sp.Offset = hw
+		sp.LeaderEpoch = latestEpoch
+	case listEarliest, listEarliestLocal:
+		sp.Offset = p.log.LogStartOffset()
+		sp.LeaderEpoch = latestEpoch
+	case listLatestTiered:
+	case listMaxTimestamp:
+		off, ts := p.log.MaxTimestamp()
+		if off >= 0 && off < hw {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
+		}
+	default:
+		if rp.Timestamp < 0 {
+			return kerr.InvalidRequest
+		}
+		off, ts, ok := p.log.OffsetForTimestamp(rp.Timestamp)
+		if ok && off < hw {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
+		}
+	}
+	return nil
 }

@@ -10,7 +10,9 @@ package broker
 // the creation is committed before this answer. Otherwise it is
 // UNKNOWN_TOPIC_OR_PARTITION, or UNKNOWN_TOPIC_ID for a topic asked for by id
 // (v10+, KIP-516). A partition without a leader reports
-// LEADER_NOT_AVAILABLE.
+// LEADER_NOT_AVAILABLE. A topic named more than once is answered once, as
+// Kafka reads the requested topics into a set; sluice keeps the order in
+// which they first appear.
 
 import (
 	"context"
@@ -29,9 +31,10 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	topics := uniqueMetadataTopics(req.Topics)
 	if !allTopics && allowCreate && b.cfg.AutoCreateTopics {
 		var create []controller.CreateTopic
-		for _, rt := range req.Topics {
+		for _, rt := range topics {
 			if rt.Topic != nil && img.Topics[*rt.Topic] == nil {
 				create = append(create, controller.CreateTopic{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1})
 			}
@@ -70,7 +73,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 		}
 		return resp, nil
 	}
-	for _, rt := range req.Topics {
+	for _, rt := range topics {
 		var t *controller.Topic
 		switch {
 		case rt.Topic != nil:
@@ -91,6 +94,29 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 		resp.Topics = append(resp.Topics, metadataTopic(img, t))
 	}
 	return resp, nil
+}
+
+// uniqueMetadataTopics returns the requested topics without repeats, in
+// the order they first appear: by name, or by id for an entry without one.
+func uniqueMetadataTopics(topics []kmsg.MetadataRequestTopic) []kmsg.MetadataRequestTopic {
+	type key struct {
+		name   string
+		byName bool
+		id     [16]byte
+	}
+	seen := make(map[key]bool, len(topics))
+	out := make([]kmsg.MetadataRequestTopic, 0, len(topics))
+	for _, rt := range topics {
+		k := key{id: rt.TopicID}
+		if rt.Topic != nil {
+			k = key{name: *rt.Topic, byName: true}
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, rt)
+		}
+	}
+	return out
 }
 
 func metadataTopic(img *controller.Image, t *controller.Topic) kmsg.MetadataResponseTopic {

@@ -11,6 +11,11 @@ package broker
 // consumer group shows as Kafka shows it: protocol type "consumer", its
 // assignor as the protocol, and members' subscriptions and assignments in
 // the classic consumer protocol encoding.
+//
+// A group named more than once is answered once, where it first appears.
+// Kafka answers every copy, but a group's answer carries each member's
+// metadata and assignment, kilobytes for a request entry of a few bytes;
+// clients match answers to groups by name.
 
 import (
 	"context"
@@ -23,7 +28,7 @@ import (
 func (b *Broker) handleDescribeGroups(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, g := range req.Groups {
+	for _, g := range uniqueStrings(req.Groups) {
 		resp.Groups = append(resp.Groups, b.groups.Describe(req.Version, g))
 	}
 	return resp, nil

@@ -7,6 +7,11 @@ package broker
 // drops its replicas' logs as it applies the change. Unknown names are
 // UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; with
 // delete.topic.enable=false every topic gets TOPIC_DELETION_DISABLED.
+//
+// As in Kafka's controller, a name or an id given more than once is
+// answered once, with INVALID_REQUEST ("Duplicate topic name." / "Duplicate
+// topic id."), and that topic is not deleted; from v6 an entry with both a
+// name and an id, or with neither, is INVALID_REQUEST too.
 
 import (
 	"context"
@@ -46,19 +51,62 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 		return resp, nil
 	}
 
+	// Entries Kafka refuses before deleting anything: a name or id given
+	// more than once (answered once, with INVALID_REQUEST, and not
+	// deleted), and from v6 an entry with both a name and an id, or
+	// neither.
+	nameCount := make(map[string]int)
+	idCount := make(map[[16]byte]int)
+	for _, t := range topics {
+		switch {
+		case t.name != nil && t.id != [16]byte{}: // refused below
+		case t.name != nil:
+			nameCount[*t.name]++
+		default:
+			idCount[t.id]++
+		}
+	}
+	refuse := func(t asked, msg string) {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID = t.name, t.id
+		st.ErrorCode = kerr.InvalidRequest.Code
+		if req.Version >= 5 {
+			st.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
 	var names []string
 	var ids [][16]byte
+	deleting := topics[:0:0]
 	for _, t := range topics {
-		if t.name != nil {
+		switch {
+		case req.Version >= 6 && t.name == nil && t.id == [16]byte{}:
+			refuse(t, "Neither topic name nor id were specified.")
+		case req.Version >= 6 && t.name != nil && t.id != [16]byte{}:
+			refuse(t, "You may not specify both topic name and topic id.")
+		case t.name != nil && nameCount[*t.name] > 1:
+			nameCount[*t.name] = 0 // later copies are not answered again
+			refuse(asked{name: t.name}, "Duplicate topic name.")
+		case t.name != nil && nameCount[*t.name] == 0:
+		case t.name == nil && idCount[t.id] > 1:
+			idCount[t.id] = 0
+			refuse(asked{id: t.id}, "Duplicate topic id.")
+		case t.name == nil && idCount[t.id] == 0:
+		case t.name != nil:
 			names = append(names, *t.name)
-		} else {
+			deleting = append(deleting, t)
+		default:
 			ids = append(ids, t.id)
+			deleting = append(deleting, t)
 		}
+	}
+	if len(deleting) == 0 {
+		return resp, nil
 	}
 	results := b.deleteTopics(ctx, names, ids)
 	// Results come back names first, then ids, in request order.
 	ni, ii := 0, len(names)
-	for _, t := range topics {
+	for _, t := range deleting {
 		var k int
 		if t.name != nil {
 			k, ni = ni, ni+1

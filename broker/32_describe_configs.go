@@ -9,10 +9,23 @@ package broker
 // kafka-configs.sh --describe --all prints them. Broker resources list the
 // broker's configs; an empty broker name lists the cluster-wide dynamic
 // defaults only. Broker-logger resources have no entries yet.
+//
+// A resource named more than once is answered once, where it first
+// appears, with the union of the config names its copies ask for (all of
+// them if any copy asks for all). Kafka answers every copy, but one
+// resource's answer with documentation is some 3 KB for a request entry of
+// a few bytes, so copies would let a small request make a huge answer;
+// clients match answers to resources by type and name, and get every
+// resource they asked for. An unknown topic is answered without an error
+// message, as in Kafka, and error messages stop after the first
+// describeMessageBudget bytes of them, so a request of many distinct bad
+// names cannot make an answer much larger than itself either.
 
 import (
 	"context"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -23,7 +36,8 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := b.metadata()
 	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
-	for _, rr := range req.Resources {
+	messages := messageBudget(describeMessageBudget)
+	for _, rr := range uniqueDescribeResources(req.Resources) {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		var entries []configEntry
@@ -32,7 +46,10 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 		default:
 			res, err := b.configResource(img, int8(rr.ResourceType), rr.ResourceName)
 			if err != nil {
-				sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+				sr.ErrorCode = errorCode(err)
+				if sr.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					sr.ErrorMessage = messages.take(errorMessage(err))
+				}
 				resp.Resources = append(resp.Resources, sr)
 				continue
 			}
@@ -49,4 +66,42 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
+}
+
+// describeMessageBudget is how many bytes of error messages one
+// DescribeConfigs answer carries; later errors come without a message.
+const describeMessageBudget = 64 << 10
+
+// uniqueDescribeResources returns the requested resources without repeats,
+// in the order they first appear, each asking for the union of the config
+// names of its copies: nil (every config) if any copy asks for every one.
+func uniqueDescribeResources(resources []kmsg.DescribeConfigsRequestResource) []kmsg.DescribeConfigsRequestResource {
+	type key struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	at := make(map[key]int, len(resources))
+	out := make([]kmsg.DescribeConfigsRequestResource, 0, len(resources))
+	for _, rr := range resources {
+		k := key{rr.ResourceType, rr.ResourceName}
+		i, seen := at[k]
+		if !seen {
+			at[k] = len(out)
+			if len(rr.ConfigNames) == 0 {
+				rr.ConfigNames = nil
+			}
+			out = append(out, rr)
+			continue
+		}
+		o := &out[i]
+		switch {
+		case o.ConfigNames == nil:
+		case len(rr.ConfigNames) == 0:
+			o.ConfigNames = nil
+		default:
+			// Clip so the request's own slice is never written.
+			o.ConfigNames = append(slices.Clip(o.ConfigNames), rr.ConfigNames...)
+		}
+	}
+	return out
 }

@@ -6,6 +6,11 @@ package broker
 // dynamic config of the resource (a topic, this broker, or with an empty
 // name the cluster-wide broker default). The controller validates and
 // commits the change; validateOnly checks without changing anything.
+//
+// As in Kafka (ConfigAdminManager), every copy of a resource named more
+// than once is refused with INVALID_REQUEST and changes nothing, and a
+// resource naming one key twice is INVALID_REQUEST. Error messages stop
+// after the first alterMessageBudget bytes of them.
 
 import (
 	"context"
@@ -20,9 +25,20 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *protocol.Request) (k
 	req := r.Body.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	img := b.metadata()
+	keys := make([]configResourceKey, 0, len(req.Resources))
 	for _, rr := range req.Resources {
+		keys = append(keys, configResourceKey{int8(rr.ResourceType), rr.ResourceName})
+	}
+	repeated := repeatedResources(keys)
+	messages := messageBudget(alterMessageBudget)
+	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if repeated[keys[i]] {
+			sr.ErrorCode, sr.ErrorMessage = errorCode(errRepeatedResource), messages.take(errorMessage(errRepeatedResource))
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		res, err := b.configResourceFor(ctx, img, int8(rr.ResourceType), rr.ResourceName)
 		ops := make([]controller.ConfigOp, 0, len(rr.Configs))
 		if err == nil {
@@ -34,7 +50,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *protocol.Request) (k
 		if err == nil {
 			err = b.alterConfigs(ctx, res, ops, false, req.ValidateOnly)
 		}
-		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), messages.take(errorMessage(err))
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil

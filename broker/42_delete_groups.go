@@ -4,7 +4,9 @@ package broker
 //
 // Deletes groups without members: their committed offsets and metadata are
 // tombstoned in __consumer_offsets. A group with members is NON_EMPTY_GROUP,
-// an unknown one GROUP_ID_NOT_FOUND. v3 adds an error message per group.
+// an unknown one GROUP_ID_NOT_FOUND. v3 adds an error message per group. A
+// group named more than once is deleted and answered once, as Kafka's
+// KafkaApis takes the distinct group names.
 
 import (
 	"context"
@@ -18,7 +20,7 @@ import (
 func (b *Broker) handleDeleteGroups(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, g := range req.Groups {
+	for _, g := range uniqueStrings(req.Groups) {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = g
 		rg.ErrorCode = b.groups.Delete(ctx, g)
@@ -28,4 +30,17 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, r *protocol.Request) (k
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// uniqueStrings returns ss without repeats, in the order they first appear.
+func uniqueStrings(ss []string) []string {
+	seen := make(map[string]bool, len(ss))
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }

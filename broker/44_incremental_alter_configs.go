@@ -7,6 +7,11 @@ package broker
 // cluster-wide broker default (empty name). The controller validates the
 // whole resource's change and commits it, or rejects it with INVALID_CONFIG /
 // INVALID_REQUEST and changes nothing.
+//
+// As in Kafka (ConfigAdminManager), every copy of a resource named more
+// than once is refused with INVALID_REQUEST and changes nothing, and a
+// resource naming one key twice is INVALID_REQUEST. Error messages stop
+// after the first alterMessageBudget bytes of them.
 
 import (
 	"context"
@@ -21,9 +26,20 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *protocol.
 	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	img := b.metadata()
+	keys := make([]configResourceKey, 0, len(req.Resources))
 	for _, rr := range req.Resources {
+		keys = append(keys, configResourceKey{int8(rr.ResourceType), rr.ResourceName})
+	}
+	repeated := repeatedResources(keys)
+	messages := messageBudget(alterMessageBudget)
+	for i, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if repeated[keys[i]] {
+			sr.ErrorCode, sr.ErrorMessage = errorCode(errRepeatedResource), messages.take(errorMessage(errRepeatedResource))
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		res, err := b.configResourceFor(ctx, img, int8(rr.ResourceType), rr.ResourceName)
 		ops := make([]controller.ConfigOp, 0, len(rr.Configs))
 		if err == nil {
@@ -35,7 +51,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *protocol.
 		if err == nil {
 			err = b.alterConfigs(ctx, res, ops, true, req.ValidateOnly)
 		}
-		sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+		sr.ErrorCode, sr.ErrorMessage = errorCode(err), messages.take(errorMessage(err))
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil

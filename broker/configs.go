@@ -145,3 +145,49 @@ func checkClusterDefault(res controller.ConfigResource, ops []controller.ConfigO
 	}
 	return nil
 }
+
+// messageBudget is what is left of the bytes of error messages one answer
+// may carry, so that an answer to many bad entries stays about the size
+// of the request: past it, errors go without their message.
+type messageBudget int
+
+// take returns msg if it fits in what is left of the budget, and nil
+// otherwise.
+func (m *messageBudget) take(msg *string) *string {
+	if msg == nil || len(*msg) > int(*m) {
+		return nil
+	}
+	*m -= messageBudget(len(*msg))
+	return msg
+}
+
+// configResourceKey is a config resource as a request names it.
+type configResourceKey struct {
+	typ  int8
+	name string
+}
+
+// repeatedResources returns the resources named more than once among keys.
+// AlterConfigs and IncrementalAlterConfigs refuse every copy of such a
+// resource with INVALID_REQUEST, as Kafka's ConfigAdminManager does.
+func repeatedResources(keys []configResourceKey) map[configResourceKey]bool {
+	seen := make(map[configResourceKey]bool, len(keys))
+	repeated := make(map[configResourceKey]bool)
+	for _, k := range keys {
+		if seen[k] {
+			repeated[k] = true
+		}
+		seen[k] = true
+	}
+	return repeated
+}
+
+// errRepeatedResource is Kafka's answer to a resource named twice in one
+// AlterConfigs or IncrementalAlterConfigs request.
+var errRepeatedResource = fmt.Errorf("%w: Each resource must appear at most once.", kerr.InvalidRequest)
+
+// alterMessageBudget is how many bytes of error messages one AlterConfigs
+// or IncrementalAlterConfigs answer carries; later errors come without a
+// message, so an answer to many refused resources stays about the size of
+// the request.
+const alterMessageBudget = 64 << 10
