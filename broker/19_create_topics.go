@@ -8,11 +8,18 @@ package broker
 // topic is immediately usable. validateOnly (v1+) runs every check and
 // creates nothing. v5+ (KIP-525) returns the partition count, replication
 // factor and the topic's full effective config; v7 the topic id (KIP-516).
-// A name given twice in one request is INVALID_REQUEST for that name.
+// A name given twice in one request is answered once, INVALID_REQUEST
+// "Duplicate topic name.", and is not created, as KRaft's ControllerApis
+// answers it. A request for more than 10,000 partitions in all fails as a
+// whole with POLICY_VIOLATION, and a topic whose replicas would take a
+// broker past max.broker.partitions or its open-file limit fails with
+// POLICY_VIOLATION (controller/partition_limits.go); the duplicates of a
+// request failed as a whole get its error too, as in Kafka, where the
+// controller's exception becomes every topic's answer.
 
 import (
 	"context"
-	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,6 +61,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 	for _, res := range results {
 		byName[res.Name] = res
 	}
+	duplicateCode, duplicateMessage := kerr.InvalidRequest.Code, "Duplicate topic name."
+	if len(results) > 0 && isExcessivePartitions(results[0].Err) {
+		duplicateCode, duplicateMessage = errorCode(results[0].Err), controller.ExcessivePartitionsMessage
+	}
 
 	img := b.metadata()
 	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
@@ -66,9 +77,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		if seen[rt.Topic] > 1 {
-			st.ErrorCode = kerr.InvalidRequest.Code
-			msg := fmt.Sprintf("Create topics request from client contains multiple topics with name %s", rt.Topic)
-			st.ErrorMessage = &msg
+			st.ErrorCode = duplicateCode
+			st.ErrorMessage = kmsg.StringPtr(duplicateMessage)
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
@@ -98,4 +108,12 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
+}
+
+// isExcessivePartitions reports whether err is the controller's refusal of
+// a whole request over 10,000 partitions; a forwarded answer carries only
+// the code and the message, so they are what is compared.
+func isExcessivePartitions(err error) bool {
+	msg := errorMessage(err)
+	return errorCode(err) == kerr.PolicyViolation.Code && msg != nil && strings.HasSuffix(*msg, controller.ExcessivePartitionsMessage)
 }

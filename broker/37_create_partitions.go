@@ -5,8 +5,14 @@ package broker
 // Grows a topic to Count partitions; the controller places the new
 // replicas (or takes the explicit assignment) and commits them. Count not
 // above the current number is INVALID_PARTITIONS, an unknown topic
-// UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST.
-// validateOnly checks without changing anything.
+// UNKNOWN_TOPIC_OR_PARTITION, a topic named twice INVALID_REQUEST
+// "Duplicate topic name." (KRaft's ControllerApis). More than 10,000 new
+// partitions in one request is POLICY_VIOLATION for every topic, as
+// CreateTopics answers it (Kafka bounds this API only by the 10,000 records
+// of one controller operation), and a topic whose new replicas would take a
+// broker past max.broker.partitions or its open-file limit is
+// POLICY_VIOLATION (controller/partition_limits.go). validateOnly checks
+// without changing anything.
 
 import (
 	"context"
@@ -41,6 +47,10 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 	for _, res := range results {
 		byName[res.Topic] = res.Err
 	}
+	duplicateCode, duplicateMessage := kerr.InvalidRequest.Code, "Duplicate topic name."
+	if len(results) > 0 && isExcessivePartitions(results[0].Err) {
+		duplicateCode, duplicateMessage = errorCode(results[0].Err), controller.ExcessivePartitionsMessage
+	}
 	done := make(map[string]bool)
 	for _, rt := range req.Topics {
 		if done[rt.Topic] {
@@ -50,7 +60,8 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
 		if seen[rt.Topic] > 1 {
-			st.ErrorCode = kerr.InvalidRequest.Code
+			st.ErrorCode = duplicateCode
+			st.ErrorMessage = kmsg.StringPtr(duplicateMessage)
 		} else {
 			st.ErrorCode = errorCode(byName[rt.Topic])
 			st.ErrorMessage = errorMessage(byName[rt.Topic])

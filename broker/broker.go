@@ -172,6 +172,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		Rack:                     cfg.BrokerRack,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		BrokerPartitions:         brokerPartitionLimit(cfg, b.logger),
 		ValidateTopicConfig:      config.ValidateTopicConfig,
 		ValidateBrokerConfig:     config.ValidateBrokerDynamic,
 		IsListConfig:             isListConfig,

@@ -58,6 +58,7 @@ var brokerKeyList = []keyDef{
 	bk("delete.topic.enable", TypeBoolean, v("true"), ro, "Allow DeleteTopics."),
 	bk("num.partitions", TypeInt, v("1"), ro, "Partitions of an auto-created topic or a CreateTopics request that asks for the default.", atLeast(1)),
 	bk("default.replication.factor", TypeInt, v("1"), ro, "Replication factor of an auto-created topic or a CreateTopics request that asks for the default.", between(1, 32767)),
+	bk("max.broker.partitions", TypeInt, v(maxInt32), ro, "sluice (KIP-578's name, not a Kafka key): most partition replicas the active controller places on one broker; CreateTopics and CreatePartitions beyond it get POLICY_VIOLATION. The open-file limit lowers it further: a quarter of the limit (at least 64) is kept for connections and the node's own files, and each replica holds one.", atLeast(1)),
 	bk("min.insync.replicas", TypeInt, v("1"), cw, "Fewest in-sync replicas an acks=all produce needs.", atLeast(1)),
 	bk("unclean.leader.election.enable", TypeBoolean, v("false"), cw, "Elect an out-of-sync replica when no in-sync one is alive, losing data."),
 	bk("unclean.leader.election.interval.ms", TypeLong, v("300000"), ro, "How often the controller looks for partitions needing an unclean election.", atLeast(1)),

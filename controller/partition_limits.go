@@ -50,7 +50,17 @@ const ExcessivePartitionsMessage = "Excessively large number of partitions per r
 
 // errExcessivePartitions is the error of every topic of a request over
 // MaxPartitionsPerRequest.
-var errExcessivePartitions = fmt.Errorf("%w: %s", kerr.PolicyViolation, ExcessivePartitionsMessage)
+var errExcessivePartitions error = &policyViolation{ExcessivePartitionsMessage}
+
+// policyViolation is POLICY_VIOLATION with a message of its own. Its text
+// is the code's name, ": " and the message, which the broker's
+// errorMessage turns into the message alone, as Kafka sends it (a
+// "%w: ..." wrap of kerr.PolicyViolation would leave the code's
+// description in front).
+type policyViolation struct{ message string }
+
+func (e *policyViolation) Error() string { return kerr.PolicyViolation.Message + ": " + e.message }
+func (e *policyViolation) Unwrap() error { return kerr.PolicyViolation }
 
 // BrokerPartitionLimit bounds the partition replicas the active controller
 // lets one broker host. Every broker is held to the same limit, the active
@@ -142,8 +152,8 @@ func (l *brokerLoad) add(replicas [][]int32) error {
 		}
 	}
 	if over != -1 {
-		return fmt.Errorf("%w: Creating %d partition(s) would place %d partition replica(s) on broker %d, which already hosts %d; the most one broker may host is %d (%s).",
-			kerr.PolicyViolation, len(replicas), added[over], over, overBy-added[over], l.limit.Max, l.limit.Reason)
+		return &policyViolation{fmt.Sprintf("Creating %d partition(s) would place %d partition replica(s) on broker %d, which already hosts %d; the most one broker may host is %d (%s).",
+			len(replicas), added[over], over, overBy-added[over], l.limit.Max, l.limit.Reason)}
 	}
 	for b, n := range added {
 		l.replicas[b] += n
