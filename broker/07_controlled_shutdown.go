@@ -9,7 +9,10 @@ package broker
 // and, in the same metadata command, removes it from every ISR it can
 // leave and elects new leaders; partitions whose only in-sync replica is
 // the stopping broker go offline rather than lose data. Stopping brokers
-// send it through forward.go; a non-controller answers NOT_CONTROLLER. A
+// send it through forward.go to the controller listener, the only place
+// it is served (control_listener.go): a client that sends it to the
+// client listener has its connection closed, as Kafka closes it for an
+// API not enabled on a listener. A non-controller answers NOT_CONTROLLER. A
 // v2+ broker epoch that is not the broker's current registration is
 // STALE_BROKER_EPOCH. PartitionsRemaining is always empty: the hand-over
 // is one command, done when the answer comes. v0, whose request header

@@ -5,7 +5,10 @@ package broker
 // A partition leader proposes a new ISR to the active controller, which
 // checks it against the broker's epoch, the leader epoch and the partition
 // epoch before committing it (controller.AlterPartition). Leaders on other
-// nodes send it through forward.go (Broker.alterPartition). v0–1 name
+// nodes send it through forward.go (Broker.alterPartition). As in Kafka it
+// is served only on the controller listener, to brokers
+// (control_listener.go); a client that sends it to the client listener has
+// its connection closed. v0–1 name
 // topics, v2+ give topic ids; v3 lists the new ISR with broker epochs
 // (NewEpochISR), of which sluice uses the ids: the controller refuses
 // fenced or shutting-down members (INELIGIBLE_REPLICA) itself.

@@ -5,14 +5,16 @@ package broker
 // In KRaft a broker heartbeats to the active controller over the
 // controller listener; the controller fences a broker whose session
 // (broker.session.timeout.ms) passes without one and unfences a broker
-// that heartbeats again. sluice's raft transport carries only raft, so a
-// broker sends its heartbeats to the active controller's broker on its
-// Kafka listener, over one long-lived connection
-// (controller_heartbeat.go), and this handler hands them to the
-// controller together with the connection's lifetime: when the sending
-// process dies its kernel closes the connection and the controller fences
-// it at once instead of waiting for the session to expire
-// (controller/session.go).
+// that heartbeats again. sluice does the same: a broker sends its
+// heartbeats to the controller channel of the active controller
+// (control_listener.go, the Kafka side of its controller listener, shared
+// with raft), over one long-lived connection (controller_heartbeat.go),
+// and this handler hands them to the controller together with the
+// connection's lifetime: when the sending process dies its kernel closes
+// the connection and the controller fences it at once instead of waiting
+// for the session to expire (controller/session.go). It is not served on
+// the client listener: a client that sends it there has its connection
+// closed.
 //
 // Only sluice brokers send it (client id peerClientIDPrefix + node id);
 // the request carries the sender's process incarnation in a tagged field

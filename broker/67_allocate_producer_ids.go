@@ -3,7 +3,9 @@ package broker
 // AllocateProducerIds (api key 67), version 0 (KIP-730).
 //
 // A broker whose block of producer ids is used up asks the active
-// controller for the next one (forward.go, Broker.allocateProducerIDs).
+// controller for the next one (forward.go, Broker.allocateProducerIDs),
+// on the controller listener: as in Kafka it is not served on the client
+// listener (control_listener.go), where it closes the connection.
 // The block, producerIDBlockSize ids, is committed to the metadata log, so
 // no id is handed out twice across brokers and restarts. A broker epoch
 // other than -1 that is not the broker's current registration is

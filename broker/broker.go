@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		partitions: make(map[logstore.TopicPartition]*partition),
 		serveErr:   make(chan error, 1),
 		applied:    make(chan struct{}),
+		peers:      peerClient{ctrlDial: opts.RaftDial},
 	}
 	voters, err := controller.ParseVoters(strings.Join(cfg.ControllerQuorumVoters, ","))
 	if err != nil {
@@ -192,7 +193,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		GossipAllowed:     opts.GossipAllowed,
 		RaftDial:          opts.RaftDial,
-		Heartbeats:        newHeartbeatClient(opts.Dial, cfg.NodeID, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond),
+		Heartbeats:        newHeartbeatClient(b.dialController, b.controllerAddr, cfg.NodeID, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond),
 	})
 	if err != nil {
 		dir.Close(nil)
@@ -222,6 +223,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	runCtx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.startReplication(runCtx)
+	b.serveControllerChannel(runCtx)
 	b.wg.Add(3)
 	go func() {
 		defer b.wg.Done()

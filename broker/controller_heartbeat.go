@@ -22,9 +22,14 @@ import (
 
 // The broker's heartbeat connection to the active controller (the sending
 // side of 63_broker_heartbeat.go): controller.HeartbeatTransport over one
-// TCP connection to the controller broker's Kafka listener, dialled
-// through Options.Dial like every other inter-broker connection, so tests
-// cut it the same way.
+// TCP connection to the controller channel of the active controller
+// (control_listener.go), the Kafka side of its controller listener, as a
+// KRaft broker heartbeats to the controller listener. The connection is
+// dialled through Options.RaftDial, like raft's: whatever cuts raft
+// between two nodes cuts heartbeats too. The address the controller
+// passes (the controller's client listener) is not used; the controller's
+// listener is looked up in controller.quorum.voters (controllerAddr),
+// since the active controller is always a voter.
 //
 // The connection stays open between heartbeats: the controller watches it
 // and fences this broker as soon as it closes, which is what a killed
@@ -44,7 +49,9 @@ const heartbeatVersion = 1
 
 // heartbeatClient implements controller.HeartbeatTransport.
 type heartbeatClient struct {
-	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// resolve is a controller's controller listener, "" if unknown.
+	resolve     func(controllerID int32) string
 	clientID    string
 	session     time.Duration // drop a connection that answered nothing this long
 	maxResponse int32
@@ -75,21 +82,27 @@ type heartbeatConn struct {
 	lastAnswer time.Time
 }
 
-func newHeartbeatClient(dial func(ctx context.Context, network, addr string) (net.Conn, error), nodeID int32, session time.Duration) *heartbeatClient {
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
+// newHeartbeatClient returns the heartbeat transport of node nodeID:
+// dial opens a controller-channel connection to a controller listener
+// (Broker.dialController), resolve names a controller's listener
+// (Broker.controllerAddr).
+func newHeartbeatClient(dial func(ctx context.Context, network, addr string) (net.Conn, error), resolve func(int32) string, nodeID int32, session time.Duration) *heartbeatClient {
 	return &heartbeatClient{
 		dial:        dial,
+		resolve:     resolve,
 		clientID:    peerClientIDPrefix + strconv.Itoa(int(nodeID)),
 		session:     session,
 		maxResponse: 1 << 20,
 	}
 }
 
-// Heartbeat sends hb to controllerID at addr and waits for its answer.
-func (h *heartbeatClient) Heartbeat(ctx context.Context, controllerID int32, addr string, hb controller.Heartbeat) (controller.HeartbeatReply, error) {
+// Heartbeat sends hb to controllerID's controller channel and waits for
+// its answer; addr, the controller's client listener, is not used.
+func (h *heartbeatClient) Heartbeat(ctx context.Context, controllerID int32, _ string, hb controller.Heartbeat) (controller.HeartbeatReply, error) {
+	addr := h.resolve(controllerID)
+	if addr == "" {
+		return controller.HeartbeatReply{}, errNoControllerAddr(controllerID)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c := h.conn; c != nil && (c.controller != controllerID || c.addr != addr || time.Since(c.lastAnswer) > h.session) {

@@ -14,18 +14,23 @@ package broker
 //   - otherwise the decision is re-encoded as the Kafka request for it
 //     (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 //     IncrementalAlterConfigs, AllocateProducerIds, AlterPartition,
-//     ControlledShutdown) and sent with a franz-go client to the broker
-//     whose id ActiveControllerID reports; that broker's ordinary handler
-//     calls its controller and answers with Kafka error codes, which are
-//     turned back into the errors the local controller would have returned;
+//     ControlledShutdown) and sent with a franz-go client to the active
+//     controller's controller channel (control_listener.go): the Kafka
+//     side of its controller listener, at its controller.quorum.voters
+//     address, one client per address talking to that address alone
+//     (its seed broker, found without Metadata). That broker's
+//     handler calls its controller and answers with Kafka error codes,
+//     which are turned back into the errors the local controller would
+//     have returned;
 //   - a NOT_CONTROLLER answer (leadership moved) or a network error is
 //     retried against the then active controller, with backoff, until the
 //     context ends (at most forwardTimeout).
 //
-// A request that comes from a peer broker (client id peerClientIDPrefix +
-// node id) is never forwarded again: it is answered by the local
+// A request that arrives on the controller channel comes from a peer
+// broker and is never forwarded again: it is answered by the local
 // controller, NOT_CONTROLLER included, so a stale view of the controller
-// cannot make two brokers bounce a request between them.
+// cannot make two brokers bounce a request between them. Requests on the
+// client listener are never a peer's, whatever their client id.
 //
 // Read-your-writes. A handler answers a client only once the change is in
 // this node's image, as on the controller itself. The controller broker
@@ -35,6 +40,10 @@ package broker
 // index (Image.Index is the same raft index on every node) before
 // answering. This works for every kind of change (topics, configs, ISR,
 // fencing) without a predicate per request.
+//
+// The client of the other brokers' Kafka listeners (peerClient) is what
+// transaction coordinators send WriteTxnMarkers with (txn.go); it is not
+// used for the controller.
 
 import (
 	"context"
@@ -42,10 +51,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,15 +89,11 @@ func fromPeer(ctx context.Context) bool {
 	return v
 }
 
-// controllerAPI wraps the handler of a request that a peer broker may
-// forward: it marks the context so the request is not forwarded again and
-// stamps the answer with this node's applied raft index.
-func (b *Broker) controllerAPI(h protocol.Handler) protocol.Handler {
+// peerAPI wraps the handler of a request on the controller channel: it
+// marks the context so the request is not forwarded again and stamps the
+// answer with this node's applied raft index.
+func (b *Broker) peerAPI(h protocol.Handler) protocol.Handler {
 	return func(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
-		id := r.Header.ClientID
-		if id == nil || !strings.HasPrefix(*id, peerClientIDPrefix) {
-			return h(ctx, r)
-		}
 		resp, err := h(context.WithValue(ctx, peerKey{}, true), r)
 		if err == nil && resp != nil {
 			resp.SetVersion(r.Header.APIVersion)
@@ -140,13 +145,24 @@ func unknownTags(resp kmsg.Response) *kmsg.Tags {
 	return tags
 }
 
-// peerClient is the lazily created inter-broker client. It is seeded with
-// this broker's own listener: the local Metadata answer lists every live
-// broker, which is how franz-go finds the controller's broker by id.
+// peerClient holds the inter-broker clients: cl, lazily created, of the
+// other brokers' Kafka listeners, seeded with this broker's own listener
+// (the local Metadata answer lists every live broker, which is how
+// franz-go finds a broker by id); and ctrl, one client per controller
+// listener address, of the controller channel.
 type peerClient struct {
 	mu     sync.Mutex
 	cl     *kgo.Client
+	ctrl   map[string]*kgo.Client
 	closed bool
+
+	// ctrlDial opens connections to controller listeners
+	// (Options.RaftDial; nil means a net.Dialer).
+	ctrlDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// voters maps each raft voter to its controller listener, parsed
+	// once from controller.quorum.voters (controllerAddr).
+	votersOnce sync.Once
+	voters     map[int32]string
 }
 
 // peerDialOpts are the kgo options that make a client of other brokers dial
@@ -181,6 +197,38 @@ func (b *Broker) peerClient() (*kgo.Client, error) {
 	return b.peers.cl, nil
 }
 
+// controllerClient returns the client of the controller channel at addr.
+// It sends its requests to that address alone (its seed broker); it needs
+// no Metadata to find it.
+func (b *Broker) controllerClient(addr string) (*kgo.Client, error) {
+	b.peers.mu.Lock()
+	defer b.peers.mu.Unlock()
+	if b.peers.closed {
+		return nil, errors.New("broker: closed")
+	}
+	if cl := b.peers.ctrl[addr]; cl != nil {
+		return cl, nil
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addr),
+		kgo.ClientID(peerClientIDPrefix+strconv.Itoa(int(b.cfg.NodeID))),
+		kgo.Dialer(b.dialController),
+		kgo.DialTimeout(2*time.Second),
+		kgo.RequestRetries(0),
+		// franz-go asks for Metadata at least this often even when it
+		// has nothing to look up; the channel answers it.
+		kgo.MetadataMaxAge(time.Hour),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if b.peers.ctrl == nil {
+		b.peers.ctrl = make(map[string]*kgo.Client)
+	}
+	b.peers.ctrl[addr] = cl
+	return cl, nil
+}
+
 func (p *peerClient) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -189,19 +237,30 @@ func (p *peerClient) close() {
 		p.cl.Close()
 		p.cl = nil
 	}
+	for addr, cl := range p.ctrl {
+		cl.Close()
+		delete(p.ctrl, addr)
+	}
 }
 
-// sendToController sends req to broker id and, once answered, waits until
-// this node's image has applied everything the answering broker had.
+// sendToController sends req to the controller channel of node id and,
+// once answered, waits until this node's image has applied everything
+// the answering broker had.
 func (b *Broker) sendToController(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	cl, err := b.peerClient()
+	addr := b.controllerAddr(id)
+	if addr == "" {
+		return nil, errNoControllerAddr(id)
+	}
+	cl, err := b.controllerClient(addr)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cl.Broker(int(id)).Request(ctx, req)
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, errNoControllerAddr(id)
+	}
+	resp, err := seeds[0].Request(ctx, req)
 	if err != nil {
-		// The broker may have moved or restarted: refresh before a retry.
-		cl.ForceMetadataRefresh()
 		return nil, err
 	}
 	if index, ok := appliedIndexOf(resp); ok {

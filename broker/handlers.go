@@ -2,10 +2,18 @@ package broker
 
 import "slices"
 
-// registerHandlers registers every Kafka API this broker serves with the
-// router; ApiVersions is built from these registrations. The version ranges
-// follow Kafka 4: record format v2 only (Produce v3+, Fetch v4+), up to the
-// newest version kmsg knows.
+// registerHandlers registers every Kafka API this broker serves on its
+// client listener with the router; ApiVersions is built from these
+// registrations. The version ranges follow Kafka 4: record format v2 only
+// (Produce v3+, Fetch v4+), up to the newest version kmsg knows.
+//
+// The inter-broker controller APIs, ControlledShutdown (7), AlterPartition
+// (56), BrokerHeartbeat (63) and AllocateProducerIds (67), are not here:
+// as in Kafka they are served only on the controller listener, to brokers
+// (control_listener.go). A client that sends one here has its connection
+// closed, as protocol.Router does for every key not registered, and
+// ApiVersions does not list them. No request here is a peer broker's:
+// admin requests are forwarded to the active controller when needed.
 func (b *Broker) registerHandlers() {
 	r := b.router
 	r.Register(0, 3, 13, b.handleProduce)
@@ -14,7 +22,6 @@ func (b *Broker) registerHandlers() {
 	r.Register(3, 0, 13, b.handleMetadata)
 	r.Register(8, 0, 10, b.handleOffsetCommit)
 	r.Register(9, 0, 10, b.handleOffsetFetch)
-	r.Register(7, 1, 3, b.controllerAPI(b.handleControlledShutdown))
 	r.Register(10, 0, 6, b.handleFindCoordinator)
 	r.Register(11, 0, 9, b.handleJoinGroup)
 	r.Register(12, 0, 4, b.handleHeartbeat)
@@ -22,8 +29,8 @@ func (b *Broker) registerHandlers() {
 	r.Register(14, 0, 5, b.handleSyncGroup)
 	r.Register(15, 0, 6, b.handleDescribeGroups)
 	r.Register(16, 0, 5, b.handleListGroups)
-	r.Register(19, 2, 7, b.controllerAPI(b.handleCreateTopics))
-	r.Register(20, 1, 6, b.controllerAPI(b.handleDeleteTopics))
+	r.Register(19, 2, 7, b.handleCreateTopics)
+	r.Register(20, 1, 6, b.handleDeleteTopics)
 	r.Register(21, 0, 2, b.handleDeleteRecords)
 	r.Register(22, 0, 5, b.handleInitProducerID)
 	r.Register(23, 2, 4, b.handleOffsetForLeaderEpoch)
@@ -33,23 +40,20 @@ func (b *Broker) registerHandlers() {
 	r.Register(27, 0, 2, b.handleWriteTxnMarkers)
 	r.Register(28, 0, 5, b.handleTxnOffsetCommit)
 	r.Register(32, 1, 4, b.handleDescribeConfigs)
-	r.Register(33, 0, 2, b.controllerAPI(b.handleAlterConfigs))
+	r.Register(33, 0, 2, b.handleAlterConfigs)
 	r.Register(35, 1, 5, b.handleDescribeLogDirs)
-	r.Register(37, 0, 3, b.controllerAPI(b.handleCreatePartitions))
+	r.Register(37, 0, 3, b.handleCreatePartitions)
 	r.Register(42, 0, 3, b.handleDeleteGroups)
-	r.Register(44, 0, 1, b.controllerAPI(b.handleIncrementalAlterConfigs))
-	r.Register(56, 0, 3, b.controllerAPI(b.handleAlterPartition))
+	r.Register(44, 0, 1, b.handleIncrementalAlterConfigs)
 	r.Register(47, 0, 0, b.handleOffsetDelete)
 	r.Register(60, 0, 2, b.handleDescribeCluster)
 	r.Register(61, 0, 0, b.handleDescribeProducers)
 	r.Register(65, 0, 0, b.handleDescribeTransactions)
 	r.Register(66, 0, 2, b.handleListTransactions)
-	r.Register(67, 0, 0, b.controllerAPI(b.handleAllocateProducerIDs))
 	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
-	r.Register(63, 0, 1, b.handleBrokerHeartbeat)
-	r.Register(43, 0, 2, b.controllerAPI(b.handleElectLeaders))
-	r.Register(45, 0, 1, b.controllerAPI(b.handleAlterPartitionReassignments))
-	r.Register(46, 0, 0, b.controllerAPI(b.handleListPartitionReassignments))
+	r.Register(43, 0, 2, b.handleElectLeaders)
+	r.Register(45, 0, 1, b.handleAlterPartitionReassignments)
+	r.Register(46, 0, 0, b.handleListPartitionReassignments)
 	if slices.Contains(b.cfg.GroupRebalanceProtocols, "consumer") {
 		r.Register(68, 0, 1, b.handleConsumerGroupHeartbeat)
 		r.Register(69, 0, 1, b.handleConsumerGroupDescribe)

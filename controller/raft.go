@@ -104,6 +104,10 @@ type raftNode struct {
 	trans closableTransport
 	// addr is this node's raft address as other nodes dial it.
 	addr raft.ServerAddress
+	// mux is the controller listener raft shares with the controller
+	// channel (channel.go); nil for a cluster of one. Closing raft's
+	// transport closes it.
+	mux *controllerMux
 }
 
 type closableTransport interface {
@@ -150,8 +154,10 @@ func nodeIDOf(id raft.ServerID) int32 {
 //
 // A lone node (no bindAddr) uses an in-memory transport, so a single broker
 // opens no port nobody asked for, and bootstraps itself as the only voter.
-// In a cluster every voter bootstraps the same configuration, the voters of
-// controller.quorum.voters; hashicorp/raft accepts identical bootstraps on
+// In a cluster raft listens on the controller listener, which it shares
+// with the brokers' controller channel by the first byte of each
+// connection (channel.go). Every voter bootstraps the same configuration,
+// the voters of controller.quorum.voters; hashicorp/raft accepts identical bootstraps on
 // all of them, so no node has to be first. Non-voters never bootstrap.
 func startRaft(o raftOptions) (*raftNode, error) {
 	dir := o.dir
@@ -188,6 +194,7 @@ func startRaft(o raftOptions) (*raftNode, error) {
 	var (
 		trans   closableTransport
 		cluster *clusterTransport
+		mux     *controllerMux
 		addr    raft.ServerAddress
 		boot    raft.Configuration
 	)
@@ -197,17 +204,20 @@ func startRaft(o raftOptions) (*raftNode, error) {
 		trans = mem
 		boot.Servers = []raft.Server{{Suffrage: raft.Voter, ID: id, Address: addr}}
 	} else {
-		newTransport := newTCPTransport
-		if o.dial != nil {
-			newTransport = func(bind, advertise string, hlog hclog.Logger) (*raft.NetworkTransport, error) {
-				return newDialTCPTransport(bind, advertise, hlog, o.dial)
-			}
-		}
-		tcp, err := newTransport(o.bindAddr, o.advertiseAddr, hlog)
+		// The controller listener carries raft and the brokers'
+		// controller channel (channel.go).
+		m, err := listenController(o.bindAddr, hlog.Named("listener"))
 		if err != nil {
 			store.Close()
 			return nil, err
 		}
+		tcp, err := controllerTransport(m, o.advertiseAddr, hlog, o.dial)
+		if err != nil {
+			m.close()
+			store.Close()
+			return nil, err
+		}
+		mux = m
 		ct := newClusterTransport(tcp)
 		cluster = ct
 		trans, addr = ct, tcp.LocalAddr()
@@ -246,7 +256,7 @@ func startRaft(o raftOptions) (*raftNode, error) {
 	if cluster != nil {
 		cluster.raft.Store(r)
 	}
-	n := &raftNode{raft: r, store: store, trans: trans, addr: addr}
+	n := &raftNode{raft: r, store: store, trans: trans, addr: addr, mux: mux}
 	n.electSoleVoterNow(id)
 	return n, nil
 }
@@ -358,24 +368,6 @@ func peerDown(err error) bool {
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// newTCPTransport listens for raft on bind and advertises advertise (or
-// the bound address).
-func newTCPTransport(bind, advertise string, hlog hclog.Logger) (*raft.NetworkTransport, error) {
-	var adv net.Addr
-	if advertise != "" {
-		a, err := net.ResolveTCPAddr("tcp", advertise)
-		if err != nil {
-			return nil, fmt.Errorf("controller: raft address %s: %w", advertise, err)
-		}
-		adv = a
-	}
-	t, err := raft.NewTCPTransportWithLogger(bind, adv, raftTCPMaxPool, raftTCPTimeout, hlog.Named("transport"))
-	if err != nil {
-		return nil, fmt.Errorf("controller: raft listener %s: %w", bind, err)
-	}
-	return t, nil
 }
 
 // electSoleVoterNow skips the first heartbeat timeout when this node is the
