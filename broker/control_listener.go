@@ -93,9 +93,12 @@ func (b *Broker) serveControllerChannel(ctx context.Context) {
 	logger := b.logger.With("component", "network", "listener", "controller")
 	r := protocol.NewRouter(logger)
 	b.registerControllerHandlers(r)
+	// connections.max.idle.ms applies to every listener, as in Kafka;
+	// a heartbeat connection is never idle that long.
 	srv := &protocol.Server{
 		Router:         r,
 		MaxRequestSize: b.cfg.SocketRequestMaxBytes,
+		IdleTimeout:    time.Duration(max(b.cfg.ConnectionsMaxIdleMs, 0)) * time.Millisecond,
 		Logger:         logger,
 	}
 	b.wg.Add(1)
