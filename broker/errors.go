@@ -29,6 +29,8 @@ func errorCode(err error) int16 {
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, logstore.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, logstore.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, logstore.ErrMessageTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, logstore.ErrRecordListTooLarge):

@@ -56,7 +56,21 @@ func (b *Broker) logConfig(img *controller.Image, t *controller.Topic) (logstore
 	i32("max.message.bytes", &cfg.MaxMessageBytes)
 	cfg.LogAppendTime = eff["message.timestamp.type"] == "LogAppendTime"
 	cfg.CleanupDelete = cleanupDeletes(eff["cleanup.policy"])
+	cfg.Compact = cleanupCompacts(eff["cleanup.policy"])
+	i64("message.timestamp.before.max.ms", &cfg.TimestampBeforeMaxMs)
+	i64("message.timestamp.after.max.ms", &cfg.TimestampAfterMaxMs)
 	return cfg, errors.Join(errs...)
+}
+
+// cleanupCompacts reports whether a cleanup.policy list includes compact:
+// the log then refuses records without a key, as Kafka does.
+func cleanupCompacts(policy string) bool {
+	for _, p := range strings.Split(policy, ",") {
+		if strings.TrimSpace(p) == "compact" {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanupDeletes reports whether a cleanup.policy list ("delete",

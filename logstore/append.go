@@ -25,20 +25,29 @@ type AppendResult struct {
 	Rolled bool
 }
 
-// AppendAsLeader appends a producer's record batches. Every batch is
-// validated before anything is written, so an error means nothing was
-// appended. The leader then assigns offsets from the log end offset, stamps
-// leaderEpoch into each batch and, for LogAppendTime topics, rewrites the
-// timestamp type and max timestamp (recomputing the CRC). records is
-// modified in place and must not be used by the caller afterwards.
+// AppendAsLeader appends a producer's record batches. Every batch, and
+// every record in it, is validated before anything is written (validate.go),
+// so an error means nothing was appended. The leader then assigns offsets
+// from the log end offset, stamps leaderEpoch into each batch, corrects a
+// max timestamp the records do not match and, for LogAppendTime topics,
+// rewrites the timestamp type and max timestamp (recomputing the CRC).
+// records is modified in place and must not be used by the caller
+// afterwards.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
+	// Validation reads only records and a copy of the config, so it runs
+	// before appendMu: decompressing a batch does not hold up the
+	// partition's other appends.
+	cfg := l.Config()
+	spans, err := splitBatches(records, cfg, true)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := validateRecords(records, spans, cfg, l.tp, l.now()); err != nil {
+		return AppendResult{}, err
+	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.writableLocked(); err != nil {
-		return AppendResult{}, err
-	}
-	spans, err := splitBatches(records, l.cfg, true)
-	if err != nil {
 		return AppendResult{}, err
 	}
 	now := l.now()
@@ -51,6 +60,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	for i := range spans {
 		sp := &spans[i]
 		b := records[sp.pos : sp.pos+int(sp.header.size())]
+		if appendTime < 0 {
+			correctMaxTimestamp(b, sp.maxTimestamp)
+		}
 		stampLeaderBatch(b, next, leaderEpoch, appendTime)
 		sp.header = parseHeader(b)
 		next = sp.header.nextOffset()

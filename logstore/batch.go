@@ -126,6 +126,9 @@ func batchCRC(b []byte) uint32 { return crc32.Checksum(b[posAttributes:], castag
 type batchSpan struct {
 	pos    int // position in the buffer
 	header BatchHeader
+	// maxTimestamp is the largest record timestamp, found by the record
+	// validator of a leader's append (validate.go); -1 when none has one.
+	maxTimestamp int64
 }
 
 // checkBatchHeader checks what can be checked from the header alone and the

@@ -153,12 +153,17 @@
 // size) range before copying, so a sendfile path can be added without
 // changing the locking.
 //
+// # Validation
+//
+// A leader's append checks every record of every batch before anything
+// is written (validate.go, Kafka's LogValidator for magic v2), with
+// streaming, capped decompression (decompress.go). Followers and recovery
+// check headers and CRCs only, as Kafka's do, so every read that decodes
+// records (records.go) treats header counts as claims, never as sizes.
+//
 // # Not implemented yet
 //
 // Log compaction (a compact-only log is simply never trimmed by
-// retention for now), per-record validation of
-// produced batches (Kafka decompresses and checks every record; sluice
-// checks batch headers and CRCs only), timestamp-difference checks
-// (message.timestamp.*.max.ms), parallel recovery of partitions and
-// segment.jitter.ms.
+// retention for now; records without keys are refused on it already),
+// parallel recovery of partitions and segment.jitter.ms.
 package logstore

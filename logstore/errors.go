@@ -12,6 +12,10 @@ var (
 	ErrCorruptMessage = errors.New("logstore: corrupt message")
 	// ErrInvalidRecord: INVALID_RECORD (magic != 2, inconsistent counts).
 	ErrInvalidRecord = errors.New("logstore: invalid record")
+	// ErrInvalidTimestamp: INVALID_TIMESTAMP (a record's timestamp outside
+	// message.timestamp.before.max.ms / after.max.ms, or a producer that
+	// set the LogAppendTime type itself).
+	ErrInvalidTimestamp = errors.New("logstore: invalid timestamp")
 	// ErrMessageTooLarge: MESSAGE_TOO_LARGE (a batch is bigger than max.message.bytes).
 	ErrMessageTooLarge = errors.New("logstore: message too large")
 	// ErrRecordListTooLarge: RECORD_LIST_TOO_LARGE (an append is bigger than segment.bytes).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -52,6 +53,15 @@ type Config struct {
 	// compaction bounds it, as Kafka's does; DeleteRecords still moves its
 	// log start offset.
 	CleanupDelete bool
+	// Compact is cleanup.policy including "compact": the leader refuses
+	// records without a key (INVALID_RECORD), as Kafka does.
+	Compact bool
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs are
+	// message.timestamp.before.max.ms and message.timestamp.after.max.ms:
+	// on a CreateTime topic the leader refuses a record whose timestamp is
+	// further than this behind or ahead of its clock (INVALID_TIMESTAMP).
+	TimestampBeforeMaxMs int64
+	TimestampAfterMaxMs  int64
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -66,6 +76,9 @@ func DefaultConfig() Config {
 		FileDeleteDelayMs:  60000,
 		MaxMessageBytes:    1048588,
 		CleanupDelete:      true,
+		// Kafka 4's defaults (KIP-937, KIP-1030).
+		TimestampBeforeMaxMs: math.MaxInt64,
+		TimestampAfterMaxMs:  3_600_000,
 	}
 }
 

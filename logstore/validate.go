@@ -1,0 +1,159 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// This file is the leader's record validator, sluice's version of Kafka's
+// LogValidator for magic v2: every record of every batch a leader appends
+// is walked (and decompressed, with a cap; decompress.go) before anything
+// is written, so a batch is either proven well-formed and stored as sent,
+// or refused with the error Kafka gives:
+//
+//   - the declared record count equals the records present, and no bytes
+//     follow the last one; every length, varint, key, value and header
+//     lies inside its record (INVALID_RECORD, Kafka's DefaultRecord and
+//     DefaultRecordBatch checks);
+//   - offset deltas are 0, 1, 2, … (INVALID_RECORD). Kafka rewrites a
+//     compressed batch whose inner offsets are off and does not look at
+//     them in an uncompressed one; sluice stores batches as the producer
+//     sent them, so it refuses what it cannot store correctly;
+//   - on a topic whose cleanup.policy includes compact, every record has a
+//     key (INVALID_RECORD);
+//   - on a CreateTime topic, record timestamps lie within
+//     message.timestamp.before.max.ms / after.max.ms of the leader's clock
+//     (INVALID_TIMESTAMP); a batch that claims the LogAppendTime type is
+//     INVALID_TIMESTAMP (Kafka: "Producer should not set timestamp type to
+//     LogAppendTime"; Kafka lets it through on a CreateTime topic when the
+//     timestamp is in range and then flips the type, sluice refuses it);
+//   - a non-control batch with a producer id has a sequence (INVALID_RECORD);
+//   - the codec is one of Kafka's and its data decodes (CORRUPT_MESSAGE);
+//     the batches of one append decompress to at most decompressedLimit
+//     bytes (MESSAGE_TOO_LARGE).
+//
+// Control batches are walked like any other: the broker refuses them from
+// clients before the log sees them (INVALID_RECORD), and lets the
+// transaction coordinator's markers through.
+//
+// The batch header's max timestamp is corrected to the records' largest,
+// as Kafka does, so the time index never trusts a producer's claim.
+//
+// The walk of an uncompressed batch is a varint walk over bytes already in
+// memory; see BenchmarkAppendValidated for what it costs.
+
+// validation holds what the checks of one append need.
+type validation struct {
+	tp           TopicPartition
+	compact      bool
+	createTime   bool
+	beforeMaxMs  int64
+	afterMaxMs   int64
+	nowMs        int64
+	budget       int64 // decompressed bytes left for this append
+	limit        int64 // the cap, for messages
+	batchIndex   int
+	batch        BatchHeader
+	maxTimestamp int64
+}
+
+// validateRecords walks every record of the batches in buf (already
+// checked by splitBatches) and records each batch's true max timestamp in
+// its span.
+func validateRecords(buf []byte, spans []batchSpan, cfg Config, tp TopicPartition, now time.Time) error {
+	limit := decompressedLimit(cfg)
+	v := validation{
+		tp:          tp,
+		compact:     cfg.Compact,
+		createTime:  !cfg.LogAppendTime,
+		beforeMaxMs: cfg.TimestampBeforeMaxMs,
+		afterMaxMs:  cfg.TimestampAfterMaxMs,
+		nowMs:       now.UnixMilli(),
+		budget:      limit,
+		limit:       limit,
+	}
+	for i := range spans {
+		sp := &spans[i]
+		h := sp.header
+		b := buf[sp.pos : sp.pos+int(h.size())]
+		if err := v.checkBatch(i, h); err != nil {
+			return err
+		}
+		v.batchIndex, v.batch, v.maxTimestamp = i, h, -1
+		used, err := walkRecords(b, h, v.budget, v.record)
+		if errors.Is(err, ErrMessageTooLarge) {
+			return fmt.Errorf("%w: the batches of one append to %s decompress to more than %d bytes", ErrMessageTooLarge, tp, v.limit)
+		}
+		if err != nil {
+			return fmt.Errorf("batch %d of %s: %w", i, tp, err)
+		}
+		if h.compression() != 0 {
+			v.budget -= used
+		}
+		sp.maxTimestamp = v.maxTimestamp
+	}
+	return nil
+}
+
+// checkBatch is what the header alone tells beyond splitBatches.
+func (v *validation) checkBatch(i int, h BatchHeader) error {
+	if c := h.compression(); c > 4 {
+		return fmt.Errorf("%w: batch %d of %s: unknown compression codec %d", ErrCorruptMessage, i, v.tp, c)
+	}
+	if h.Attributes&attrControl == 0 && h.ProducerID >= 0 && h.BaseSequence < 0 {
+		return fmt.Errorf("%w: Invalid sequence number %d in record batch with producerId %d in topic partition %s", ErrInvalidRecord, h.BaseSequence, h.ProducerID, v.tp)
+	}
+	if h.logAppendTime() {
+		return fmt.Errorf("%w: batch %d of %s: Producer should not set timestamp type to LogAppendTime", ErrInvalidTimestamp, i, v.tp)
+	}
+	return nil
+}
+
+// record checks one record of the current batch.
+func (v *validation) record(r recordInfo) error {
+	if r.offsetDelta != r.index {
+		return fmt.Errorf("%w: record %d has offset delta %d; a producer's records carry offset deltas 0, 1, 2, …", ErrInvalidRecord, r.index, r.offsetDelta)
+	}
+	if v.compact && !r.hasKey {
+		return fmt.Errorf("%w: Compacted topic cannot accept message without key in topic partition %s (record %d)", ErrInvalidRecord, v.tp, r.index)
+	}
+	ts := v.batch.BaseTimestamp + r.timestampDelta
+	if v.createTime && ts != -1 && v.outOfRange(ts) {
+		return fmt.Errorf("%w: Timestamp %d of message with offset delta %d is out of range. The timestamp should be within [%d, %d]",
+			ErrInvalidTimestamp, ts, r.index, satAdd(v.nowMs, -v.beforeMaxMs), satAdd(v.nowMs, v.afterMaxMs))
+	}
+	v.maxTimestamp = max(v.maxTimestamp, ts)
+	return nil
+}
+
+// outOfRange reports whether ts is further than beforeMaxMs behind or
+// afterMaxMs ahead of now, without the overflow of now - ts.
+func (v *validation) outOfRange(ts int64) bool {
+	return ts < satAdd(v.nowMs, -v.beforeMaxMs) || ts > satAdd(v.nowMs, v.afterMaxMs)
+}
+
+// satAdd is a + b clamped to the int64 range (b is never MinInt64 here:
+// the configs are at least 0).
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if b > 0 && s < a {
+		return math.MaxInt64
+	}
+	if b < 0 && s > a {
+		return math.MinInt64
+	}
+	return s
+}
+
+// correctMaxTimestamp sets the header's max timestamp of batch b to the
+// records' largest when they differ, and recomputes the CRC.
+func correctMaxTimestamp(b []byte, maxTs int64) {
+	if int64(binary.BigEndian.Uint64(b[posMaxTimestamp:])) == maxTs {
+		return
+	}
+	binary.BigEndian.PutUint64(b[posMaxTimestamp:], uint64(maxTs))
+	binary.BigEndian.PutUint32(b[posCRC:], batchCRC(b))
+}
