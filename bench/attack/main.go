@@ -217,7 +217,7 @@ func run(ctx context.Context, o options) error {
 	final := verify(vctx, addr, acked)
 	cancel()
 
-	report := renderReport(commit, mc.how, o, rows, final, h.steady)
+	report := renderReport(commit, mc.how, o, rows, final, h.steady, b.restarts)
 	fmt.Print(report)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(report), 0o644); err != nil {

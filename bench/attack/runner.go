@@ -266,7 +266,7 @@ func (h *harness) produceSetup(ctx context.Context, topic string, partition int3
 
 // renderReport is the Markdown report: how the run was made, the table,
 // and the steady producer's totals.
-func renderReport(commit, capHow string, o options, rows []row, final tally, s *steadyProducer) string {
+func renderReport(commit, capHow string, o options, rows []row, final tally, s *steadyProducer, restarts int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## sluice under attack (issue 14)\n\n")
 	fmt.Fprintf(&b, "sluice at %s, %s UTC. One node on loopback, max.connections=100, max.connections.per.ip=50, connections.max.idle.ms=%d, broker open-file limit %d. Memory cap: %s.\n\n",
@@ -313,7 +313,13 @@ func renderReport(commit, capHow string, o options, rows []row, final tally, s *
 	if failed > 0 {
 		fmt.Fprintf(&b, "; %d records failed to the producer (last: %v), not counted as acknowledged", failed, lastErr)
 	}
-	b.WriteString(".\n")
+	crashes := 0
+	for _, r := range rows {
+		if r.crashed != "" {
+			crashes++
+		}
+	}
+	fmt.Fprintf(&b, ".\n\nThe broker was started %d times after the first: %d after a crash, the rest by the harness (cases 2b and 2d, shedding an earlier case's heap, or a broker no longer serving).\n", restarts, crashes)
 	return b.String()
 }
 
