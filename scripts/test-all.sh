@@ -5,7 +5,8 @@
 # Maven, Go modules), then runs, timing each step: gofmt, go vet, go test
 # ./..., the fault-injection suite's short form (chaos/, as root: nodes in
 # network namespaces, links cut with iptables), a short fuzz of the
-# protocol decoder, the compat rows (compat/:
+# protocol decoder and of record validation and the compression codecs,
+# the compat rows (compat/:
 # franz-go's kgo suite, kcat, Kafka's Java tools and other clients against a
 # freshly built ./cmd/sluice), and a -quick run of the performance harness
 # (bench/harness) against sluice and Kafka. Every step runs even after one
@@ -18,6 +19,8 @@
 #                        default: the kgo suite is a good concurrent workload,
 #                        and a data race the detector reports fails the row)
 #   SLUICE_FUZZTIME=20s  how long to fuzz FuzzServe
+#   SLUICE_RECORD_FUZZTIME=12s  how long to fuzz each record-validation and
+#                        codec target of logstore/fuzz_test.go
 #   SLUICE_SKIP_COMPAT=1 leave out the compat rows and the bench smoke run (a
 #                        quick local check only; CI never sets it)
 #   SLUICE_BENCH_SYSTEMS systems of the bench smoke run (default kafka,sluice)
@@ -163,6 +166,28 @@ fuzz_serve() {
 	go test -run '^$' -fuzz '^FuzzServe$' -fuzztime "${SLUICE_FUZZTIME:-20s}" ./protocol/
 }
 
+fuzz_records() {
+	# Coverage-guided fuzzing of what a producer's bytes reach before they
+	# are stored (issue 14): the record validator and each compression
+	# codec's decoder (logstore/fuzz_test.go), each for a fixed short time
+	# (SLUICE_RECORD_FUZZTIME, 12s by default: under two minutes for the
+	# step on two cores, builds included).
+	local targets=(FuzzValidateBatch FuzzDecompressGzip FuzzDecompressSnappy FuzzDecompressLz4 FuzzDecompressZstd)
+	local listed t ok=0
+	listed=$(go test -list '^Fuzz' ./logstore/) || return 1
+	for t in "${targets[@]}"; do
+		if ! grep -qx "$t" <<<"$listed"; then
+			echo "$t not found in ./logstore/ (the fuzz target is required)" >&2
+			ok=1
+			continue
+		fi
+		# A failing input is saved under logstore/testdata/fuzz/$t/;
+		# commit it with the fix so that plain go test replays it.
+		go test -run '^$' -fuzz "^${t}\$" -fuzztime "${SLUICE_RECORD_FUZZTIME:-12s}" ./logstore/ || ok=1
+	done
+	return $ok
+}
+
 bench_smoke() {
 	# The performance harness (bench/harness) in -quick mode against a
 	# three-node sluice cluster and a three-node Kafka cluster: it asserts
@@ -187,6 +212,7 @@ step vet go vet ./...
 step test go_test_all
 step chaos chaos_short
 step fuzz fuzz_serve
+step fuzzrec fuzz_records
 if [ "${SLUICE_SKIP_COMPAT:-}" = 1 ]; then
 	echo
 	echo "==> compat, bench: left out (SLUICE_SKIP_COMPAT=1)"
