@@ -180,6 +180,14 @@ func TestDeleteTopicsDuplicateInvalid(t *testing.T) {
 	_, r = conn.do(v6)
 	check("v6 giving dt-ids' id twice", r.(*kmsg.DeleteTopicsResponse), "Duplicate topic id.")
 
+	// An entry with both a name and an id, or neither, is refused.
+	v6.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("dt-v6"), TopicID: ids["dt-v6"]}}
+	_, r = conn.do(v6)
+	check("v6 giving dt-v6's name and id", r.(*kmsg.DeleteTopicsResponse), "You may not specify both topic name and topic id.")
+	v6.Topics = []kmsg.DeleteTopicsRequestTopic{{}}
+	_, r = conn.do(v6)
+	check("v6 giving neither name nor id", r.(*kmsg.DeleteTopicsResponse), "Neither topic name nor id were specified.")
+
 	// None of them was deleted.
 	after := topicIDs(t, n)
 	for _, name := range []string{"dt-names", "dt-v6", "dt-ids"} {
