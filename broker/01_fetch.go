@@ -28,9 +28,10 @@ package broker
 // and followers alike, as Kafka's KafkaApis caps them, and each partition by
 // its PartitionMaxBytes; the first partition with data always gets at least
 // one whole batch (KIP-74) so a batch larger than the limits can still be
-// consumed. MinBytes is lowered to that cap, as Kafka lowers it, so a long
-// poll asking for more than it could ever get is not held for MaxWait. The
-// cap also leaves room for the per-partition fields, so an answer's int32
+// consumed. MinBytes is lowered to that cap, as Kafka lowers it, and an
+// answer the cap cut short is sent at once (Kafka's delayed fetch counts the
+// bytes available, not those that fit), so a long poll asking for more than
+// it could ever get is not held for MaxWait. The cap also leaves room for the per-partition fields, so an answer's int32
 // size prefix cannot overflow. A partition named more than once is answered
 // once, where it first appears, with the fetch offset and limits of its last
 // entry: Kafka reads the request into a LinkedHashMap keyed by topic (by id
