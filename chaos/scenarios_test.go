@@ -293,7 +293,7 @@ func scenarios() []scenario {
 				follower := e.c.others(leader, e.controller)[0]
 				e.logf("drop controller %d's answers to leader %d; cut follower %d -> leader %d", e.controller, leader, follower, leader)
 				err := errors.Join(
-					e.c.dropAnswers(leader, e.controller, kafkaClass),
+					e.c.dropAnswers(leader, e.controller, raftClass),
 					e.c.cutPort(follower, leader, kafkaClass))
 				e.hold(max(e.f.hold, 2*lagTime+2*time.Second))
 				return err
@@ -354,7 +354,8 @@ func scenarios() []scenario {
 //
 //  1. K stops fetching from A (K -> A Kafka port cut) until A shrinks the
 //     ISR to [A, B] and the controller commits it.
-//  2. Every answer from K's Kafka port to A is dropped: A's forwarded
+//  2. Every answer from K's controller listener (the raft port, which
+//     also carries the controller channel) to A is dropped: A's forwarded
 //     requests reach the controller, the answers never come back. K's raft
 //     log entries stop reaching A too, but not K's heartbeats (stallRaft),
 //     so A still takes K for the controller.
@@ -414,7 +415,7 @@ func lostAnswerScenario() scenario {
 					return err
 				}
 			}
-			if err := c.dropAnswers(a, k, kafkaClass); err != nil {
+			if err := c.dropAnswers(a, k, raftClass); err != nil {
 				return err
 			}
 			// The committed expansion must not reach A through the
