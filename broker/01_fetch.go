@@ -100,42 +100,122 @@ type fetchTopic struct {
 // order they first appear, with the parameters of their last entry, as
 // Kafka's LinkedHashMap of fetch partitions holds them. Topics are told
 // apart by name before v13 and by id from v13 (KIP-516).
+//
+// A request without repeats, which is what clients and followers send, is
+// recognised with a small bitmap per topic entry and costs a pointer per
+// partition. One with repeats costs some 33 bytes per partition entry,
+// about what the entry takes on the wire, so a request of millions of
+// entries cannot make the plan much larger than itself: keys are packed
+// into a uint64, the maps are sized once, and every topic's partitions
+// share one array.
 func planFetch(req *kmsg.FetchRequest) []fetchTopic {
-	type topicKey struct {
-		name string
-		id   [16]byte
+	canon, total := canonicalFetchTopics(req)
+	if plan := planFetchUnique(req, canon, total); plan != nil {
+		return plan
 	}
-	type partitionKey struct {
-		topic     topicKey
-		partition int32
-	}
-	keyOf := func(rt *kmsg.FetchRequestTopic) topicKey {
-		if req.Version >= 13 {
-			return topicKey{id: rt.TopicID}
-		}
-		return topicKey{name: rt.Topic}
-	}
-	type slot struct{ topic, partition int }
-	seen := make(map[partitionKey]slot)
+	at := make(map[uint64]int32, total) // (topic, partition) to its index in all
+	all := make([]*kmsg.FetchRequestTopicPartition, 0, total)
 	var plan []fetchTopic
-	var lastKey topicKey
+	starts := []int{} // where each plan topic's partitions start in all
+	lastCanon := int32(-1)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		tk := keyOf(rt)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			pk := partitionKey{tk, rp.Partition}
-			if at, ok := seen[pk]; ok {
-				plan[at.topic].partitions[at.partition] = rp
+			k := uint64(uint32(canon[i]))<<32 | uint64(uint32(rp.Partition))
+			if n, ok := at[k]; ok {
+				all[n] = rp
 				continue
 			}
-			if len(plan) == 0 || lastKey != tk {
+			if canon[i] != lastCanon {
 				plan = append(plan, fetchTopic{topic: rt})
-				lastKey = tk
+				starts = append(starts, len(all))
+				lastCanon = canon[i]
 			}
-			last := &plan[len(plan)-1]
-			seen[pk] = slot{len(plan) - 1, len(last.partitions)}
-			last.partitions = append(last.partitions, rp)
+			at[k] = int32(len(all))
+			all = append(all, rp)
+		}
+	}
+	for i := range plan {
+		end := len(all)
+		if i+1 < len(plan) {
+			end = starts[i+1]
+		}
+		plan[i].partitions = all[starts[i]:end:end]
+	}
+	return plan
+}
+
+// canonicalFetchTopics returns, for each topic entry of req, the index of
+// the first entry with the same topic, and the number of partition entries.
+func canonicalFetchTopics(req *kmsg.FetchRequest) ([]int32, int) {
+	canon := make([]int32, len(req.Topics))
+	total := 0
+	if req.Version >= 13 {
+		first := make(map[[16]byte]int32, len(req.Topics))
+		for i := range req.Topics {
+			c, ok := first[req.Topics[i].TopicID]
+			if !ok {
+				c = int32(i)
+				first[req.Topics[i].TopicID] = c
+			}
+			canon[i] = c
+			total += len(req.Topics[i].Partitions)
+		}
+		return canon, total
+	}
+	first := make(map[string]int32, len(req.Topics))
+	for i := range req.Topics {
+		c, ok := first[req.Topics[i].Topic]
+		if !ok {
+			c = int32(i)
+			first[req.Topics[i].Topic] = c
+		}
+		canon[i] = c
+		total += len(req.Topics[i].Partitions)
+	}
+	return canon, total
+}
+
+// planFetchUnique is planFetch for a request that names every topic in one
+// entry and no partition twice; it returns nil for any other request, or
+// when a partition number is too large for the bitmap, which holds eight
+// bits per partition entry of the topic, plus 64.
+func planFetchUnique(req *kmsg.FetchRequest, canon []int32, total int) []fetchTopic {
+	for i, c := range canon {
+		if c != int32(i) {
+			return nil
+		}
+	}
+	all := make([]*kmsg.FetchRequestTopicPartition, total)
+	plan := make([]fetchTopic, 0, len(req.Topics))
+	var bits []uint64
+	n := 0
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		limit := 8*len(rt.Partitions) + 64
+		words := (limit + 63) / 64
+		if cap(bits) < words {
+			bits = make([]uint64, words)
+		}
+		bits = bits[:words]
+		clear(bits)
+		start := n
+		for j := range rt.Partitions {
+			p := rt.Partitions[j].Partition
+			if p < 0 || int(p) >= limit {
+				return nil
+			}
+			word, bit := p/64, uint64(1)<<(p%64)
+			if bits[word]&bit != 0 {
+				return nil
+			}
+			bits[word] |= bit
+			all[n] = &rt.Partitions[j]
+			n++
+		}
+		if n > start {
+			plan = append(plan, fetchTopic{topic: rt, partitions: all[start:n:n]})
 		}
 	}
 	return plan

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,7 +46,7 @@ func planString(plan []fetchTopic) [][]string {
 			if name == "" {
 				name = string('0' + rune(t.topic.TopicID[0]))
 			}
-			ps = append(ps, name+":"+string('0'+rune(p.Partition))+"@"+string('0'+rune(p.FetchOffset)))
+			ps = append(ps, name+":"+strconv.Itoa(int(p.Partition))+"@"+strconv.FormatInt(p.FetchOffset, 10))
 		}
 		out = append(out, ps)
 	}
@@ -76,6 +77,10 @@ func TestPlanFetch(t *testing.T) {
 			fetchReqTopic{name: "b", partitions: [][2]int32{{0, 1}}},
 			fetchReqTopic{name: "a", partitions: [][2]int32{{1, 2}}}),
 			[][]string{{"a:0@1"}, {"b:0@1"}, {"a:1@2"}}},
+		{"partitions beyond the bitmap", fetchReq(12, fetchReqTopic{name: "a", partitions: [][2]int32{{100, 1}, {-1, 2}, {5, 3}}}),
+			[][]string{{"a:100@1", "a:-1@2", "a:5@3"}}},
+		{"repeat beyond the bitmap", fetchReq(12, fetchReqTopic{name: "a", partitions: [][2]int32{{1000, 1}, {5, 3}, {1000, 2}}}),
+			[][]string{{"a:1000@2", "a:5@3"}}},
 		{"by id from v13", fetchReq(13,
 			fetchReqTopic{id: 1, partitions: [][2]int32{{0, 1}}},
 			fetchReqTopic{id: 2, partitions: [][2]int32{{0, 1}}},
