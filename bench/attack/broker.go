@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,12 +55,28 @@ type broker struct {
 	args           []string
 	memCap         *memCap
 
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	waitErr  error
-	oomStart int64 // the cgroup's OOM kill count when this process started
-	stopping bool
 	restarts int
+
+	// mu guards the current process: the RSS sampler reads it while a
+	// case may restart the broker.
+	mu       sync.Mutex
+	cur      *process
+	oomStart int64 // the cgroup's OOM kill count when cur started
+	stopping bool  // the harness ended cur: its exit is no crash
+}
+
+// process is one run of the broker binary.
+type process struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+// current is the process of the latest start.
+func (b *broker) current() *process {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
 }
 
 // start launches the broker process and waits until it answers Metadata.
@@ -74,17 +91,19 @@ func (b *broker) start(ctx context.Context) error {
 	cmd.Env = append(os.Environ(), b.memCap.env()...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	b.oomStart = b.memCap.oomKills()
+	oomStart := b.memCap.oomKills()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return err
 	}
-	b.cmd, b.exited, b.stopping = cmd, make(chan struct{}), false
-	exited := b.exited
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	b.mu.Lock()
+	b.cur, b.oomStart, b.stopping = p, oomStart, false
+	b.mu.Unlock()
 	go func() {
-		b.waitErr = cmd.Wait()
+		p.waitErr = cmd.Wait()
 		logFile.Close()
-		close(exited)
+		close(p.exited)
 	}()
 	if err := b.memCap.admit(cmd.Process.Pid); err != nil {
 		b.kill()
@@ -131,12 +150,12 @@ func (b *broker) waitReady(ctx context.Context, timeout time.Duration) error {
 	return fmt.Errorf("broker not ready within %s: %v", timeout, last)
 }
 
-func (b *broker) pid() int { return b.cmd.Process.Pid }
+func (b *broker) pid() int { return b.current().cmd.Process.Pid }
 
 // alive reports whether the process runs.
 func (b *broker) alive() bool {
 	select {
-	case <-b.exited:
+	case <-b.current().exited:
 		return false
 	default:
 		return true
@@ -149,10 +168,13 @@ func (b *broker) exitReason() string {
 	if b.alive() {
 		return ""
 	}
-	if b.memCap.oomKills() > b.oomStart {
+	b.mu.Lock()
+	oomStart := b.oomStart
+	b.mu.Unlock()
+	if b.memCap.oomKills() > oomStart {
 		return fmt.Sprintf("OOM-killed (cgroup limit %d MiB)", b.memCap.limit>>20)
 	}
-	reason := fmt.Sprint(b.waitErr)
+	reason := fmt.Sprint(b.current().waitErr)
 	if line := fatalLine(filepath.Join(b.dir, "broker.log")); line != "" {
 		reason += ": " + line
 	}
@@ -186,10 +208,11 @@ func (b *broker) stop(timeout time.Duration) {
 	if !b.alive() {
 		return
 	}
-	b.stopping = true
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	b.markStopping()
+	p := b.current()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-b.exited:
+	case <-p.exited:
 	case <-time.After(timeout):
 		b.kill()
 	}
@@ -197,9 +220,23 @@ func (b *broker) stop(timeout time.Duration) {
 
 // kill ends the broker as kill -9 does.
 func (b *broker) kill() {
+	b.markStopping()
+	p := b.current()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+func (b *broker) markStopping() {
+	b.mu.Lock()
 	b.stopping = true
-	_ = b.cmd.Process.Signal(syscall.SIGKILL)
-	<-b.exited
+	b.mu.Unlock()
+}
+
+// stoppedByHarness reports whether the harness ended the process.
+func (b *broker) stoppedByHarness() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopping
 }
 
 // procStatus reads size fields of /proc/<pid>/status in bytes.

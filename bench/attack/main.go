@@ -119,6 +119,8 @@ type harness struct {
 	steady   *steadyProducer
 	probe    *prober
 	versions map[int16]int16
+	// groupCommitted is set once case 2's group has committed its offset.
+	groupCommitted bool
 	// restRSS is the broker's RSS once the clients run, before any case.
 	restRSS int64
 	// sent counts the bytes written by the current case's attacker

@@ -122,7 +122,7 @@ func (h *harness) runAttack(ctx context.Context, a attack) row {
 	r.peakRSS = sampled
 	r.served, r.total, r.slowest, r.probeErr = h.probe.window(from, to)
 
-	if !h.b.alive() && !h.b.stopping {
+	if !h.b.alive() && !h.b.stoppedByHarness() {
 		r.crashed = h.b.exitReason()
 		logf("%s: broker crashed: %s; restarting it", a.id, r.crashed)
 		if err := h.restart(ctx); err != nil {
