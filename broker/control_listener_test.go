@@ -233,8 +233,7 @@ func TestInterBrokerAPIsRefusedOnClusterClientListener(t *testing.T) {
 // listener, raft's and the controller channel's) while both processes
 // live costs nothing. The broker redials as soon as it sees the break,
 // well within the controller's grace for a closed connection, so it is
-// never fenced and keeps its leadership. (TestHeartbeatConnectionBlipFencesNobody
-// cuts the Kafka link, which no longer carries heartbeats.)
+// never fenced and keeps its leadership.
 func TestControllerChannelBlipFencesNobody(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3)
 	c.WaitForBrokers(3)

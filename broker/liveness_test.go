@@ -211,36 +211,3 @@ func TestBrokerCutFromControllerIsFenced(t *testing.T) {
 		t.Fatalf("the cut broker answered an acks=all write %s after the cut with %v, want NOT_LEADER_OR_FOLLOWER", time.Since(cut).Round(time.Millisecond), kerr.ErrorForCode(code))
 	}
 }
-
-// A heartbeat connection that breaks while both processes live (here the
-// broker's side is reset and the link is back at once) costs nothing: the
-// broker redials as soon as it sees the break, well within the
-// controller's grace for a closed connection, so it is never fenced and
-// keeps its leadership.
-func TestHeartbeatConnectionBlipFencesNobody(t *testing.T) {
-	c := sluicetest.StartCluster(t, 3)
-	c.WaitForBrokers(3)
-	ctrl := c.Controller()
-	victim := otherThan(3, ctrl)[0]
-	cl := c.Client()
-	createPlaced(t, cl, "blip", [][]int32{{int32(victim), int32(ctrl)}}, nil)
-	c.WaitForISR("blip", 0, 2)
-	fromController := pinned(t, c, ctrl)
-	for round := range 5 {
-		c.Cut(victim, ctrl)
-		c.Heal(victim, ctrl)
-		// Past the grace, and past a heartbeat interval: a broker that
-		// waited for its next heartbeat to redial would be fenced by now.
-		deadline := time.Now().Add(700 * time.Millisecond)
-		for time.Now().Before(deadline) {
-			md := clusterMetadata(t, fromController, "blip")
-			if len(md.Brokers) != 3 {
-				t.Fatalf("round %d: broker %d was fenced after its heartbeat connection broke and came back", round, victim)
-			}
-			if p := md.Topics[0].Partitions[0]; p.Leader != int32(victim) {
-				t.Fatalf("round %d: blip-0 led by %d, not %d", round, p.Leader, victim)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
