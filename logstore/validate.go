@@ -50,9 +50,8 @@ type validation struct {
 	tp           TopicPartition
 	compact      bool
 	createTime   bool
-	beforeMaxMs  int64
-	afterMaxMs   int64
-	nowMs        int64
+	oldestMs     int64 // now - message.timestamp.before.max.ms, clamped
+	newestMs     int64 // now + message.timestamp.after.max.ms, clamped
 	budget       int64 // decompressed bytes left for this append
 	limit        int64 // the cap, for messages
 	batchIndex   int
@@ -66,14 +65,13 @@ type validation struct {
 func validateRecords(buf []byte, spans []batchSpan, cfg Config, tp TopicPartition, now time.Time) error {
 	limit := decompressedLimit(cfg)
 	v := validation{
-		tp:          tp,
-		compact:     cfg.Compact,
-		createTime:  !cfg.LogAppendTime,
-		beforeMaxMs: cfg.TimestampBeforeMaxMs,
-		afterMaxMs:  cfg.TimestampAfterMaxMs,
-		nowMs:       now.UnixMilli(),
-		budget:      limit,
-		limit:       limit,
+		tp:         tp,
+		compact:    cfg.Compact,
+		createTime: !cfg.LogAppendTime,
+		oldestMs:   satAdd(now.UnixMilli(), -cfg.TimestampBeforeMaxMs),
+		newestMs:   satAdd(now.UnixMilli(), cfg.TimestampAfterMaxMs),
+		budget:     limit,
+		limit:      limit,
 	}
 	for i := range spans {
 		sp := &spans[i]
@@ -121,22 +119,17 @@ func (v *validation) record(r recordInfo) error {
 		return fmt.Errorf("%w: Compacted topic cannot accept message without key in topic partition %s (record %d)", ErrInvalidRecord, v.tp, r.index)
 	}
 	ts := v.batch.BaseTimestamp + r.timestampDelta
-	if v.createTime && ts != -1 && v.outOfRange(ts) {
+	if v.createTime && ts != -1 && (ts < v.oldestMs || ts > v.newestMs) {
 		return fmt.Errorf("%w: Timestamp %d of message with offset delta %d is out of range. The timestamp should be within [%d, %d]",
-			ErrInvalidTimestamp, ts, r.index, satAdd(v.nowMs, -v.beforeMaxMs), satAdd(v.nowMs, v.afterMaxMs))
+			ErrInvalidTimestamp, ts, r.index, v.oldestMs, v.newestMs)
 	}
 	v.maxTimestamp = max(v.maxTimestamp, ts)
 	return nil
 }
 
-// outOfRange reports whether ts is further than beforeMaxMs behind or
-// afterMaxMs ahead of now, without the overflow of now - ts.
-func (v *validation) outOfRange(ts int64) bool {
-	return ts < satAdd(v.nowMs, -v.beforeMaxMs) || ts > satAdd(v.nowMs, v.afterMaxMs)
-}
-
-// satAdd is a + b clamped to the int64 range (b is never MinInt64 here:
-// the configs are at least 0).
+// satAdd is a + b clamped to the int64 range, so that the window of
+// accepted timestamps never wraps (b is never MinInt64 here: the configs
+// are at least 0).
 func satAdd(a, b int64) int64 {
 	s := a + b
 	if b > 0 && s < a {
