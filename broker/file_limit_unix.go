@@ -12,5 +12,5 @@ func openFileLimit() (limit uint64, ok bool) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, false
 	}
-	return lim.Cur, true
+	return uint64(lim.Cur), true
 }
