@@ -98,7 +98,7 @@ func newHeartbeatClient(dial func(ctx context.Context, network, addr string) (ne
 
 // Heartbeat sends hb to controllerID's controller channel and waits for
 // its answer; addr, the controller's client listener, is not used.
-func (h *heartbeatClient) Heartbeat(ctx context.Context, controllerID int32, _ string, hb controller.Heartbeat) (controller.HeartbeatReply, error) {
+func (h *heartbeatClient) Heartbeat(ctx context.Context, controllerID int32, hb controller.Heartbeat) (controller.HeartbeatReply, error) {
 	addr := h.resolve(controllerID)
 	if addr == "" {
 		return controller.HeartbeatReply{}, errNoControllerAddr(controllerID)

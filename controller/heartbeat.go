@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +12,9 @@ import (
 // cluster heartbeats to the active controller every HeartbeatInterval,
 // in-process when it is the active controller itself, otherwise through
 // Config.Heartbeats, which the broker implements as one long-lived
-// connection to the controller broker's Kafka listener carrying
-// BrokerHeartbeat requests (KIP-631's API 63).
+// connection to the controller channel on the active controller's
+// controller listener (channel.go) carrying BrokerHeartbeat requests
+// (KIP-631's API 63).
 //
 // The node also remembers when the last heartbeat that the controller
 // answered was sent. A broker that has not had one answered for longer
@@ -48,11 +47,12 @@ const (
 // learns from its closing that this process is gone), redials at once
 // when it breaks, and must be safe for use by one goroutine at a time.
 type HeartbeatTransport interface {
-	// Heartbeat sends hb to node controllerID, whose Kafka listener is at
-	// addr, and returns its answer. An error is a transport failure or
+	// Heartbeat sends hb to node controllerID, the active controller,
+	// and returns its answer; the transport knows where its controller
+	// listener is. An error is a transport failure or
 	// the controller's refusal (NOT_CONTROLLER), wrapping the kerr code.
 	// It returns when ctx ends.
-	Heartbeat(ctx context.Context, controllerID int32, addr string, hb Heartbeat) (HeartbeatReply, error)
+	Heartbeat(ctx context.Context, controllerID int32, hb Heartbeat) (HeartbeatReply, error)
 	// ClosedByPeer reports the controller whose end of a heartbeat
 	// connection closed most recently, and when the closing was seen;
 	// ok is false if none did. A process's kernel closes its connections
@@ -174,22 +174,17 @@ func (c *Controller) sendHeartbeat(ctx context.Context, h *heartbeater) error {
 		reply HeartbeatReply
 		err   error
 	)
-	if id == c.cfg.NodeID {
+	switch {
+	case id == c.cfg.NodeID:
 		reply, err = c.BrokerHeartbeat(ctx, hb, nil)
-	} else {
-		addr := c.kafkaAddr(id)
-		switch {
-		case h.transport == nil:
-			err = errNoHeartbeatTransport
-		case addr == "":
-			err = errors.New("controller: the active controller's address is not known yet")
-		default:
-			// A heartbeat must be answered well within the session;
-			// one that is not is retried (on the same connection).
-			rctx, cancel := context.WithTimeout(ctx, max(h.interval, h.timeout/3))
-			reply, err = h.transport.Heartbeat(rctx, id, addr, hb)
-			cancel()
-		}
+	case h.transport == nil:
+		err = errNoHeartbeatTransport
+	default:
+		// A heartbeat must be answered well within the session; one
+		// that is not is retried (on the same connection).
+		rctx, cancel := context.WithTimeout(ctx, max(h.interval, h.timeout/3))
+		reply, err = h.transport.Heartbeat(rctx, id, hb)
+		cancel()
 	}
 	if err != nil {
 		return err
@@ -197,23 +192,6 @@ func (c *Controller) sendHeartbeat(ctx context.Context, h *heartbeater) error {
 	h.lastContact.Store(sent.UnixNano())
 	h.controllerFenced.Store(reply.Fenced)
 	return nil
-}
-
-// kafkaAddr is node id's Kafka listener as host:port: from the image, or
-// from its serf tags before the image has it (a joining node).
-func (c *Controller) kafkaAddr(id int32) string {
-	if b := c.Image().Brokers[id]; b != nil {
-		return net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	}
-	if c.gossip == nil {
-		return ""
-	}
-	for _, m := range c.gossip.members() {
-		if m.ID == id {
-			return net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port)))
-		}
-	}
-	return ""
 }
 
 // seedPredecessor tells a new active controller's session table that the

@@ -26,7 +26,7 @@ func (tc *testCluster) heartbeatTransport() *memHeartbeats {
 	return &memHeartbeats{tc: tc, conns: map[int32]context.Context{}, close: map[int32]context.CancelFunc{}}
 }
 
-func (m *memHeartbeats) Heartbeat(ctx context.Context, controllerID int32, _ string, hb Heartbeat) (HeartbeatReply, error) {
+func (m *memHeartbeats) Heartbeat(ctx context.Context, controllerID int32, hb Heartbeat) (HeartbeatReply, error) {
 	target := m.tc.node(controllerID)
 	m.mu.Lock()
 	cut := m.cut

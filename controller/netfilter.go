@@ -7,7 +7,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 )
@@ -75,28 +74,4 @@ func (s *dialStreamLayer) Addr() net.Addr {
 		return s.advertise
 	}
 	return s.Listener.Addr()
-}
-
-// newDialTCPTransport is newTCPTransport with raft's outgoing connections
-// opened by dial.
-func newDialTCPTransport(bind, advertise string, hlog hclog.Logger, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*raft.NetworkTransport, error) {
-	ln, err := net.Listen("tcp", bind)
-	if err != nil {
-		return nil, fmt.Errorf("controller: raft listener %s: %w", bind, err)
-	}
-	layer := &dialStreamLayer{Listener: ln, dial: dial}
-	if advertise != "" {
-		a, err := net.ResolveTCPAddr("tcp", advertise)
-		if err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("controller: raft address %s: %w", advertise, err)
-		}
-		layer.advertise = a
-	}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  layer,
-		MaxPool: raftTCPMaxPool,
-		Timeout: raftTCPTimeout,
-		Logger:  hlog.Named("transport"),
-	}), nil
 }

@@ -10,8 +10,9 @@ import (
 
 // links is one node's outgoing connections of one kind, which a test can
 // cut per destination: to other brokers' Kafka listeners (replica
-// fetching, forwarding and heartbeats to the controller), to their raft
-// listeners, or to their gossip addresses (packets and streams, checked
+// fetching, transaction markers), to their raft listeners (raft, and the
+// controller channel that carries heartbeats, ISR changes and forwarded
+// admin requests to the controller), or to their gossip addresses (packets and streams, checked
 // through allowed). Each kind is cut on its own: a node whose Kafka links
 // are cut stays in gossip and raft, as a broker behind a broken route does.
 type links struct {
@@ -127,8 +128,8 @@ func (l *links) set(addr string, st linkState) {
 
 // Cut stops node from reaching node to's Kafka listener: its connections
 // there are closed and new ones refused until Heal. Both stay alive for
-// gossip and the controller, so only replication and forwarding from node
-// to node to are lost: a follower cut from its leader falls behind and
+// gossip and the controller (whose channel runs on the raft listener), so
+// only replication from node to node to is lost: a follower cut from its leader falls behind and
 // leaves the ISR after replica.lag.time.max.ms.
 func (c *Cluster) Cut(from, to int) {
 	c.t.Helper()
@@ -152,8 +153,8 @@ func (c *Cluster) Heal(from, to int) {
 
 // CutGossip cuts node id's gossip from every other node, both ways: serf
 // on id soon declares every other member failed and the others declare id
-// failed, while raft and the Kafka listeners (replication, heartbeats to
-// the controller) are untouched — a firewall rule on the gossip port.
+// failed, while raft, the controller channel (heartbeats) and the Kafka
+// listeners (replication) are untouched — a firewall rule on the gossip port.
 func (c *Cluster) CutGossip(id int) {
 	c.t.Helper()
 	c.setGossipCut(id, true)
@@ -177,7 +178,9 @@ func (c *Cluster) setGossipCut(id int, cut bool) {
 }
 
 // CutRaft cuts the raft links between nodes a and b, both ways (open
-// connections are closed, new ones refused); gossip and Kafka links stay.
+// connections are closed, new ones refused): raft and the controller
+// channel that shares its listener (heartbeats, ISR changes, forwarded
+// admin requests); gossip and Kafka links stay.
 // Only voters have raft addresses the cluster knows; a non-voter's link
 // to a voter is cut on the voter's side alone.
 func (c *Cluster) CutRaft(a, b int) {
