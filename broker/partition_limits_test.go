@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
@@ -24,7 +23,7 @@ const excessivePartitionsMessage = "Excessively large number of partitions per r
 
 // createTopicsRaw sends one CreateTopics with the given name → partition
 // count and replication factor entries, in order, and returns the answer.
-func createTopicsRaw(t *testing.T, cl *kgo.Client, validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *kmsg.CreateTopicsResponse {
+func createTopicsRaw(t *testing.T, cl kmsg.Requestor, validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *kmsg.CreateTopicsResponse {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 10000
@@ -47,7 +46,7 @@ func newTopic(name string, partitions int32, rf int16) kmsg.CreateTopicsRequestT
 
 // createPartitionsRaw sends one CreatePartitions growing each named topic to
 // its count.
-func createPartitionsRaw(t *testing.T, cl *kgo.Client, validateOnly bool, counts ...any) *kmsg.CreatePartitionsResponse {
+func createPartitionsRaw(t *testing.T, cl kmsg.Requestor, validateOnly bool, counts ...any) *kmsg.CreatePartitionsResponse {
 	t.Helper()
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.TimeoutMillis = 10000
@@ -266,4 +265,27 @@ func TestMaxBrokerPartitions(t *testing.T) {
 	resp = createTopicsRaw(t, cl, false, newTopic("last", 4, 1))
 	wantCreateTopicsErrors(t, resp, []string{"last"}, 0, "")
 	produceKeyed(t, n.Client(), "last", 0, 10)
+}
+
+// TestPartitionLimitsThroughAnyBroker: in a cluster of three, requests sent
+// to a broker that is not the controller are forwarded and refused there:
+// more than 10,000 partitions for every topic, duplicates included, and a
+// partition increase that would take a broker past max.broker.partitions=4.
+func TestPartitionLimitsThroughAnyBroker(t *testing.T) {
+	c := sluicetest.StartCluster(t, 3, "max.broker.partitions=4")
+	c.WaitForBrokers(3)
+	id := nonController(c)
+	node := pinned(t, c, id)
+
+	resp := createTopicsRaw(t, node, false, newTopic("big", 10001, 1), newTopic("dup", 1, 1), newTopic("dup", 1, 1))
+	wantCreateTopicsErrors(t, resp, []string{"big", "dup"}, kerr.PolicyViolation.Code, "Excessively large number of partitions per request")
+
+	// 6 partitions at RF 2 are 4 replicas on each of the three brokers.
+	resp = createTopicsRaw(t, node, false, newTopic("spread", 6, 2))
+	wantCreateTopicsErrors(t, resp, []string{"spread"}, 0, "")
+	presp := createPartitionsRaw(t, node, false, "spread", 7)
+	wantCreatePartitionsErrors(t, presp, []string{"spread"}, kerr.PolicyViolation.Code, "max.broker.partitions=4")
+	if tp := topicOf(clusterMetadata(t, node, "spread"), "spread"); tp == nil || len(tp.Partitions) != 6 {
+		t.Fatalf("spread after a refused increase: %+v", tp)
+	}
 }
