@@ -20,7 +20,9 @@ package broker
 // per topic name, in the order they first appear.
 
 import (
+	"cmp"
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,46 +44,50 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	img := b.metadata()
-	type topicPartition struct {
-		topic     string
-		partition int32
-	}
-	copies := make(map[topicPartition]int)
+	// The request's partitions, flattened: entry k is parts[k], of topic
+	// entry topicOf[k].
+	total := 0
 	for i := range req.Topics {
-		for _, rp := range req.Topics[i].Partitions {
-			copies[topicPartition{req.Topics[i].Topic, rp.Partition}]++
+		total += len(req.Topics[i].Partitions)
+	}
+	topicOf := make([]int32, 0, total)
+	parts := make([]*kmsg.ListOffsetsRequestTopicPartition, 0, total)
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			topicOf = append(topicOf, int32(i))
+			parts = append(parts, &req.Topics[i].Partitions[j])
 		}
+	}
+	firsts, next := repeatedKeys(total, func(a, b int) int {
+		if c := strings.Compare(req.Topics[topicOf[a]].Topic, req.Topics[topicOf[b]].Topic); c != 0 {
+			return c
+		}
+		return cmp.Compare(parts[a].Partition, parts[b].Partition)
+	})
+	topics := make([]*controller.Topic, len(req.Topics))
+	for i := range req.Topics {
+		topics[i] = lookupTopic(img, false, req.Topics[i].Topic, [16]byte{})
 	}
 	topicAt := make(map[string]int) // index in resp.Topics by name
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			k := topicPartition{rt.Topic, rp.Partition}
-			n := copies[k]
-			if n == 0 {
-				continue // a copy, answered where the partition first appeared
-			}
-			copies[k] = 0
-			sp := kmsg.NewListOffsetsResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			if n > 1 {
-				sp.ErrorCode = kerr.InvalidRequest.Code
-			} else {
-				sp.ErrorCode = errorCode(b.listOffset(req, topic, rp, &sp))
-			}
-			ti, ok := topicAt[rt.Topic]
-			if !ok {
-				ti = len(resp.Topics)
-				topicAt[rt.Topic] = ti
-				st := kmsg.NewListOffsetsResponseTopic()
-				st.Topic = rt.Topic
-				resp.Topics = append(resp.Topics, st)
-			}
-			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, sp)
+	for k := range firstEntries(total, firsts) {
+		rt, rp := &req.Topics[topicOf[k]], parts[k]
+		sp := kmsg.NewListOffsetsResponseTopicPartition()
+		sp.Partition = rp.Partition
+		sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+		if next != nil && next[k] >= 0 {
+			sp.ErrorCode = kerr.InvalidRequest.Code // named again later
+		} else {
+			sp.ErrorCode = errorCode(b.listOffset(req, topics[topicOf[k]], rp, &sp))
 		}
+		ti, ok := topicAt[rt.Topic]
+		if !ok {
+			ti = len(resp.Topics)
+			topicAt[rt.Topic] = ti
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			resp.Topics = append(resp.Topics, st)
+		}
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, sp)
 	}
 	return resp, nil
 }

@@ -15,7 +15,9 @@ package broker
 // which they first appear.
 
 import (
+	"bytes"
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -98,23 +100,22 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 
 // uniqueMetadataTopics returns the requested topics without repeats, in
 // the order they first appear: by name, or by id for an entry without one.
-func uniqueMetadataTopics(topics []kmsg.MetadataRequestTopic) []kmsg.MetadataRequestTopic {
-	type key struct {
-		name   string
-		byName bool
-		id     [16]byte
-	}
-	seen := make(map[key]bool, len(topics))
-	out := make([]kmsg.MetadataRequestTopic, 0, len(topics))
-	for _, rt := range topics {
-		k := key{id: rt.TopicID}
-		if rt.Topic != nil {
-			k = key{name: *rt.Topic, byName: true}
+func uniqueMetadataTopics(topics []kmsg.MetadataRequestTopic) []*kmsg.MetadataRequestTopic {
+	firsts, _ := repeatedKeys(len(topics), func(i, j int) int {
+		a, b := &topics[i], &topics[j]
+		switch {
+		case a.Topic != nil && b.Topic != nil:
+			return strings.Compare(*a.Topic, *b.Topic)
+		case a.Topic != nil:
+			return -1
+		case b.Topic != nil:
+			return 1
 		}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, rt)
-		}
+		return bytes.Compare(a.TopicID[:], b.TopicID[:])
+	})
+	out := make([]*kmsg.MetadataRequestTopic, 0, len(topics))
+	for i := range firstEntries(len(topics), firsts) {
+		out = append(out, &topics[i])
 	}
 	return out
 }

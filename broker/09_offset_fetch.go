@@ -22,8 +22,11 @@ package broker
 // and partition.
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -40,73 +43,105 @@ func uniqueOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRequest {
 	out := *req
 	if req.Topics != nil {
 		out.Topics = uniqueTopicPartitions(req.Topics,
-			func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic },
+			func(a, b *kmsg.OffsetFetchRequestTopic) int { return strings.Compare(a.Topic, b.Topic) },
 			func(t *kmsg.OffsetFetchRequestTopic) *[]int32 { return &t.Partitions })
 	}
 	if req.Groups == nil {
 		return &out
 	}
-	at := make(map[string]int, len(req.Groups))
-	out.Groups = make([]kmsg.OffsetFetchRequestGroup, 0, len(req.Groups))
-	for _, g := range req.Groups {
-		i, seen := at[g.Group]
-		if !seen {
-			at[g.Group] = len(out.Groups)
+	firsts, next := repeatedKeys(len(req.Groups), func(i, j int) int {
+		return strings.Compare(req.Groups[i].Group, req.Groups[j].Group)
+	})
+	own := firsts != nil // out.Groups is not req's
+	if own {
+		out.Groups = make([]kmsg.OffsetFetchRequestGroup, 0, len(firsts))
+		for _, i := range firsts {
+			g := req.Groups[i]
+			for k := next[i]; k >= 0; k = next[k] {
+				if g.Topics == nil || req.Groups[k].Topics == nil {
+					g.Topics = nil // every topic
+					break
+				}
+				g.Topics = append(slices.Clip(g.Topics), req.Groups[k].Topics...)
+			}
 			out.Groups = append(out.Groups, g)
-			continue
 		}
-		o := &out.Groups[i]
-		if o.Topics == nil || g.Topics == nil {
-			o.Topics = nil // every topic
-			continue
-		}
-		o.Topics = append(slices.Clip(o.Topics), g.Topics...)
-	}
-	type topicKey struct {
-		name string
-		id   [16]byte
 	}
 	for i := range out.Groups {
-		if out.Groups[i].Topics != nil {
-			out.Groups[i].Topics = uniqueTopicPartitions(out.Groups[i].Topics,
-				func(t kmsg.OffsetFetchRequestGroupTopic) topicKey { return topicKey{t.Topic, t.TopicID} },
-				func(t *kmsg.OffsetFetchRequestGroupTopic) *[]int32 { return &t.Partitions })
+		topics := out.Groups[i].Topics
+		if topics == nil {
+			continue
 		}
+		merged := uniqueTopicPartitions(topics,
+			func(a, b *kmsg.OffsetFetchRequestGroupTopic) int {
+				if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+					return c
+				}
+				return bytes.Compare(a.TopicID[:], b.TopicID[:])
+			},
+			func(t *kmsg.OffsetFetchRequestGroupTopic) *[]int32 { return &t.Partitions })
+		if sameSlice(merged, topics) {
+			continue
+		}
+		if !own {
+			out.Groups = slices.Clone(req.Groups)
+			own = true
+		}
+		out.Groups[i].Topics = merged
 	}
 	return &out
 }
 
-// uniqueTopicPartitions merges the entries of topics with the same key
+// sameSlice reports whether a and b are the same slice.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// uniqueTopicPartitions merges the entries of topics that compare equal
 // and drops repeated partitions, keeping the order in which topics and
-// partitions first appear. It returns new slices; topics is not changed.
-func uniqueTopicPartitions[T any, K comparable](topics []T, key func(T) K, partitions func(*T) *[]int32) []T {
-	at := make(map[K]int, len(topics))
-	out := make([]T, 0, len(topics))
-	for _, t := range topics {
-		k := key(t)
-		i, seen := at[k]
-		if !seen {
-			at[k] = len(out)
+// partitions first appear. It returns topics itself when nothing repeats,
+// and new slices otherwise; topics is not changed.
+func uniqueTopicPartitions[T any](topics []T, compare func(a, b *T) int, partitions func(*T) *[]int32) []T {
+	firsts, next := repeatedKeys(len(topics), func(i, j int) int { return compare(&topics[i], &topics[j]) })
+	out := topics
+	copied := false
+	if firsts != nil {
+		out = make([]T, 0, len(firsts))
+		for _, i := range firsts {
+			t := topics[i]
+			p := partitions(&t)
+			for k := next[i]; k >= 0; k = next[k] {
+				*p = append(slices.Clip(*p), *partitions(&topics[k])...)
+			}
 			out = append(out, t)
-			continue
 		}
-		p := partitions(&out[i])
-		*p = append(slices.Clip(*p), *partitions(&t)...)
+		copied = true
 	}
 	for i := range out {
 		p := partitions(&out[i])
-		if *p == nil {
+		unique := uniquePartitions(*p)
+		if sameSlice(unique, *p) {
 			continue
 		}
-		seen := make(map[int32]bool, len(*p))
-		unique := make([]int32, 0, len(*p))
-		for _, partition := range *p {
-			if !seen[partition] {
-				seen[partition] = true
-				unique = append(unique, partition)
-			}
+		if !copied {
+			out = slices.Clone(topics)
+			copied = true
 		}
-		*p = unique
+		*partitions(&out[i]) = unique
+	}
+	return out
+}
+
+// uniquePartitions returns ps without repeats, in the order they first
+// appear: ps itself when nothing repeats.
+func uniquePartitions(ps []int32) []int32 {
+	firsts, _ := repeatedKeys(len(ps), func(i, j int) int { return cmp.Compare(ps[i], ps[j]) })
+	if firsts == nil {
+		return ps
+	}
+	out := make([]int32, 0, len(firsts))
+	for _, i := range firsts {
+		out = append(out, ps[i])
 	}
 	return out
 }

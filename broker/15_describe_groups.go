@@ -28,7 +28,7 @@ import (
 func (b *Broker) handleDescribeGroups(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, g := range uniqueStrings(req.Groups) {
+	for g := range uniqueStrings(req.Groups) {
 		resp.Groups = append(resp.Groups, b.groups.Describe(req.Version, g))
 	}
 	return resp, nil

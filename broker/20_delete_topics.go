@@ -14,7 +14,10 @@ package broker
 // name and an id, or with neither, is INVALID_REQUEST too.
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,17 +58,42 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 	// more than once (answered once, with INVALID_REQUEST, and not
 	// deleted), and from v6 an entry with both a name and an id, or
 	// neither.
-	nameCount := make(map[string]int)
-	idCount := make(map[[16]byte]int)
-	for _, t := range topics {
-		switch {
-		case t.name != nil && t.id != [16]byte{}: // refused below
-		case t.name != nil:
-			nameCount[*t.name]++
-		default:
-			idCount[t.id]++
-		}
+	invalid := func(t asked) bool {
+		return req.Version >= 6 && (t.name == nil) == (t.id == [16]byte{})
 	}
+	// class orders entries: by name, then by id, then the invalid ones,
+	// which never repeat one another.
+	class := func(t asked) int {
+		switch {
+		case invalid(t):
+			return 2
+		case t.name != nil:
+			return 0
+		}
+		return 1
+	}
+	// repeated marks the entries of a name or id given more than once;
+	// later, the copies after each one's first entry.
+	repeated := make([]bool, len(topics))
+	later := make([]bool, len(topics))
+	sortedGroups(len(topics), func(i, j int) int {
+		a, b := topics[i], topics[j]
+		if ca, cb := class(a), class(b); ca != cb || ca == 2 {
+			return cmp.Compare(ca, cb)*2 + cmp.Compare(i, j)
+		}
+		if a.name != nil {
+			return strings.Compare(*a.name, *b.name)
+		}
+		return bytes.Compare(a.id[:], b.id[:])
+	}, func(group []int32) {
+		if len(group) == 1 {
+			return
+		}
+		for k, i := range group {
+			repeated[i] = true
+			later[i] = k > 0
+		}
+	})
 	refuse := func(t asked, msg string) {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = t.name, t.id
@@ -78,20 +106,17 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 	var names []string
 	var ids [][16]byte
 	deleting := topics[:0:0]
-	for _, t := range topics {
+	for i, t := range topics {
 		switch {
-		case req.Version >= 6 && t.name == nil && t.id == [16]byte{}:
+		case invalid(t) && t.name == nil:
 			refuse(t, "Neither topic name nor id were specified.")
-		case req.Version >= 6 && t.name != nil && t.id != [16]byte{}:
+		case invalid(t):
 			refuse(t, "You may not specify both topic name and topic id.")
-		case t.name != nil && nameCount[*t.name] > 1:
-			nameCount[*t.name] = 0 // later copies are not answered again
+		case later[i]: // answered at the name's or id's first entry
+		case repeated[i] && t.name != nil:
 			refuse(asked{name: t.name}, "Duplicate topic name.")
-		case t.name != nil && nameCount[*t.name] == 0:
-		case t.name == nil && idCount[t.id] > 1:
-			idCount[t.id] = 0
+		case repeated[i]:
 			refuse(asked{id: t.id}, "Duplicate topic id.")
-		case t.name == nil && idCount[t.id] == 0:
 		case t.name != nil:
 			names = append(names, *t.name)
 			deleting = append(deleting, t)

@@ -14,7 +14,9 @@ package broker
 // under one entry per topic name.
 
 import (
+	"cmp"
 	"context"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,37 +29,44 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *protocol.Request) (
 	req := r.Body.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	img := b.metadata()
-	type topicPartition struct {
-		topic     string
-		partition int32
-	}
-	// Each partition's last entry, by partition; and the partitions of
-	// each topic in the order they first appear.
-	last := make(map[topicPartition]*kmsg.DeleteRecordsRequestTopicPartition)
-	var order []topicPartition
+	// The request's partitions, flattened: entry k is parts[k], of topic
+	// entry topicOf[k].
+	total := 0
 	for i := range req.Topics {
-		rt := &req.Topics[i]
-		for j := range rt.Partitions {
-			k := topicPartition{rt.Topic, rt.Partitions[j].Partition}
-			if last[k] == nil {
-				order = append(order, k)
-			}
-			last[k] = &rt.Partitions[j]
+		total += len(req.Topics[i].Partitions)
+	}
+	topicOf := make([]int32, 0, total)
+	parts := make([]*kmsg.DeleteRecordsRequestTopicPartition, 0, total)
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			topicOf = append(topicOf, int32(i))
+			parts = append(parts, &req.Topics[i].Partitions[j])
 		}
 	}
+	firsts, next := repeatedKeys(total, func(a, b int) int {
+		if c := strings.Compare(req.Topics[topicOf[a]].Topic, req.Topics[topicOf[b]].Topic); c != 0 {
+			return c
+		}
+		return cmp.Compare(parts[a].Partition, parts[b].Partition)
+	})
 	topicAt := make(map[string]int) // index in resp.Topics by name
-	for _, k := range order {
-		rp := last[k]
+	for k := range firstEntries(total, firsts) {
+		name := req.Topics[topicOf[k]].Topic
+		last := k
+		for next != nil && next[last] >= 0 {
+			last = int(next[last])
+		}
+		rp := parts[last]
 		sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 		sp.Partition = rp.Partition
 		sp.LowWatermark = -1
-		sp.ErrorCode = errorCode(b.deleteRecords(lookupTopic(img, false, k.topic, [16]byte{}), rp, &sp))
-		ti, ok := topicAt[k.topic]
+		sp.ErrorCode = errorCode(b.deleteRecords(lookupTopic(img, false, name, [16]byte{}), rp, &sp))
+		ti, ok := topicAt[name]
 		if !ok {
 			ti = len(resp.Topics)
-			topicAt[k.topic] = ti
+			topicAt[name] = ti
 			st := kmsg.NewDeleteRecordsResponseTopic()
-			st.Topic = k.topic
+			st.Topic = name
 			resp.Topics = append(resp.Topics, st)
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, sp)

@@ -23,7 +23,7 @@ package broker
 
 import (
 	"context"
-	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,7 +37,15 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 	img := b.metadata()
 	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
 	messages := messageBudget(describeMessageBudget)
-	for _, rr := range uniqueDescribeResources(req.Resources) {
+	firsts, next := repeatedKeys(len(req.Resources), func(i, j int) int {
+		a, b := &req.Resources[i], &req.Resources[j]
+		if a.ResourceType != b.ResourceType {
+			return int(a.ResourceType) - int(b.ResourceType)
+		}
+		return strings.Compare(a.ResourceName, b.ResourceName)
+	})
+	for i := range firstEntries(len(req.Resources), firsts) {
+		rr := &req.Resources[i]
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		var entries []configEntry
@@ -62,7 +70,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 				entries = toConfigEntries(b.cfg.DescribeBroker(perBroker, clusterDefault))
 			}
 		}
-		sr.Configs = describeEntries(entries, rr.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation, req.Version)
+		sr.Configs = describeEntries(entries, wantedConfigs(req.Resources, i, next, entries), req.IncludeSynonyms, req.IncludeDocumentation, req.Version)
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
@@ -72,36 +80,34 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 // DescribeConfigs answer carries; later errors come without a message.
 const describeMessageBudget = 64 << 10
 
-// uniqueDescribeResources returns the requested resources without repeats,
-// in the order they first appear, each asking for the union of the config
-// names of its copies: nil (every config) if any copy asks for every one.
-func uniqueDescribeResources(resources []kmsg.DescribeConfigsRequestResource) []kmsg.DescribeConfigsRequestResource {
-	type key struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	at := make(map[key]int, len(resources))
-	out := make([]kmsg.DescribeConfigsRequestResource, 0, len(resources))
-	for _, rr := range resources {
-		k := key{rr.ResourceType, rr.ResourceName}
-		i, seen := at[k]
-		if !seen {
-			at[k] = len(out)
-			if len(rr.ConfigNames) == 0 {
-				rr.ConfigNames = nil
+// wantedConfigs returns the config names asked for by resource i of
+// resources and its copies (linked by next, nil when nothing repeats), kept
+// only where entries has a config of that name, or nil when any copy asks
+// for every config. The set is as small as the resource's configs, however
+// many names the request repeats.
+func wantedConfigs(resources []kmsg.DescribeConfigsRequestResource, i int, next []int32, entries []configEntry) map[string]bool {
+	var known, want map[string]bool
+	for k := int32(i); k >= 0; {
+		names := resources[k].ConfigNames
+		if len(names) == 0 {
+			return nil
+		}
+		if want == nil {
+			known = make(map[string]bool, len(entries))
+			for _, e := range entries {
+				known[e.Name] = true
 			}
-			out = append(out, rr)
-			continue
+			want = make(map[string]bool)
 		}
-		o := &out[i]
-		switch {
-		case o.ConfigNames == nil:
-		case len(rr.ConfigNames) == 0:
-			o.ConfigNames = nil
-		default:
-			// Clip so the request's own slice is never written.
-			o.ConfigNames = append(slices.Clip(o.ConfigNames), rr.ConfigNames...)
+		for _, name := range names {
+			if known[name] {
+				want[name] = true
+			}
 		}
+		if next == nil {
+			break
+		}
+		k = next[k]
 	}
-	return out
+	return want
 }

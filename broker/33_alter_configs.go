@@ -25,16 +25,14 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *protocol.Request) (k
 	req := r.Body.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	img := b.metadata()
-	keys := make([]configResourceKey, 0, len(req.Resources))
-	for _, rr := range req.Resources {
-		keys = append(keys, configResourceKey{int8(rr.ResourceType), rr.ResourceName})
-	}
-	repeated := repeatedResources(keys)
+	repeated := repeatedResources(len(req.Resources), func(i int) (int8, string) {
+		return int8(req.Resources[i].ResourceType), req.Resources[i].ResourceName
+	})
 	messages := messageBudget(alterMessageBudget)
 	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		if repeated[keys[i]] {
+		if repeated[i] {
 			sr.ErrorCode, sr.ErrorMessage = errorCode(errRepeatedResource), messages.take(errorMessage(errRepeatedResource))
 			resp.Resources = append(resp.Resources, sr)
 			continue

@@ -10,6 +10,8 @@ package broker
 
 import (
 	"context"
+	"iter"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,7 +22,7 @@ import (
 func (b *Broker) handleDeleteGroups(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, g := range uniqueStrings(req.Groups) {
+	for g := range uniqueStrings(req.Groups) {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = g
 		rg.ErrorCode = b.groups.Delete(ctx, g)
@@ -32,15 +34,15 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, r *protocol.Request) (k
 	return resp, nil
 }
 
-// uniqueStrings returns ss without repeats, in the order they first appear.
-func uniqueStrings(ss []string) []string {
-	seen := make(map[string]bool, len(ss))
-	out := make([]string, 0, len(ss))
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+// uniqueStrings yields the strings of ss without repeats, in the order
+// they first appear.
+func uniqueStrings(ss []string) iter.Seq[string] {
+	firsts, _ := repeatedKeys(len(ss), func(i, j int) int { return strings.Compare(ss[i], ss[j]) })
+	return func(yield func(string) bool) {
+		for i := range firstEntries(len(ss), firsts) {
+			if !yield(ss[i]) {
+				return
+			}
 		}
 	}
-	return out
 }

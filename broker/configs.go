@@ -2,7 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,14 +51,8 @@ func (b *Broker) configResource(img *controller.Image, typ int8, name string) (c
 }
 
 // describeEntries turns config entries into DescribeConfigs' form.
-func describeEntries(entries []configEntry, names []string, synonyms, docs bool, version int16) []kmsg.DescribeConfigsResponseResourceConfig {
-	var want map[string]bool
-	if len(names) > 0 {
-		want = make(map[string]bool, len(names))
-		for _, n := range names {
-			want[n] = true
-		}
-	}
+// want lists the config names asked for; nil asks for every config.
+func describeEntries(entries []configEntry, want map[string]bool, synonyms, docs bool, version int16) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, e := range entries {
 		if want != nil && !want[e.Name] {
@@ -161,24 +158,26 @@ func (m *messageBudget) take(msg *string) *string {
 	return msg
 }
 
-// configResourceKey is a config resource as a request names it.
-type configResourceKey struct {
-	typ  int8
-	name string
-}
-
-// repeatedResources returns the resources named more than once among keys.
+// repeatedResources marks the config resources named more than once among
+// a request's n resources, each given by key as its type and name.
 // AlterConfigs and IncrementalAlterConfigs refuse every copy of such a
 // resource with INVALID_REQUEST, as Kafka's ConfigAdminManager does.
-func repeatedResources(keys []configResourceKey) map[configResourceKey]bool {
-	seen := make(map[configResourceKey]bool, len(keys))
-	repeated := make(map[configResourceKey]bool)
-	for _, k := range keys {
-		if seen[k] {
-			repeated[k] = true
+func repeatedResources(n int, key func(i int) (int8, string)) []bool {
+	repeated := make([]bool, n)
+	sortedGroups(n, func(i, j int) int {
+		ti, ni := key(i)
+		tj, nj := key(j)
+		if ti != tj {
+			return int(ti) - int(tj)
 		}
-		seen[k] = true
-	}
+		return strings.Compare(ni, nj)
+	}, func(group []int32) {
+		if len(group) > 1 {
+			for _, i := range group {
+				repeated[i] = true
+			}
+		}
+	})
 	return repeated
 }
 
@@ -191,3 +190,88 @@ var errRepeatedResource = fmt.Errorf("%w: Each resource must appear at most once
 // message, so an answer to many refused resources stays about the size of
 // the request.
 const alterMessageBudget = 64 << 10
+
+// Entries named more than once in one request. Handlers find them by
+// sorting the entries' indexes by key: 4 to 8 bytes an entry and O(n log n)
+// comparisons, where a map keyed by the entries would cost several times
+// the request's own size, so a request of millions of tiny entries cannot
+// make its own bookkeeping larger than itself.
+
+// sortedGroups sorts the indexes 0..n-1 of a request's entries by cmp,
+// which compares the keys of two entries, and calls fn with each run of
+// indexes sharing one key, in request order: group[0] is the key's first
+// entry and group[len(group)-1] its last. fn may overwrite the indexes
+// before the group it was given.
+func sortedGroups(n int, cmp func(i, j int) int, fn func(group []int32)) {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := cmp(int(a), int(b)); c != 0 {
+			return c
+		}
+		return int(a) - int(b)
+	})
+	for start := 0; start < n; {
+		end := start + 1
+		for end < n && cmp(int(idx[start]), int(idx[end])) == 0 {
+			end++
+		}
+		fn(idx[start:end])
+		start = end
+	}
+}
+
+// repeatedKeys groups a request's n entries by key. It returns the index
+// of each key's first entry, in request order, and next, which links each
+// entry to the next one with the same key (-1 after the last). Both are nil
+// when no key repeats, which is the usual case: then every entry is first.
+func repeatedKeys(n int, cmp func(i, j int) int) (firsts, next []int32) {
+	if n < 2 {
+		return nil, nil
+	}
+	var idx []int32
+	w := 0
+	sortedGroups(n, cmp, func(group []int32) {
+		if idx == nil {
+			idx = group[:0:cap(group)] // the sorted array, rewritten in place
+		}
+		for k := 1; k < len(group); k++ {
+			if next == nil {
+				next = make([]int32, n)
+				for i := range next {
+					next[i] = -1
+				}
+			}
+			next[group[k-1]] = group[k]
+		}
+		idx = append(idx[:w], group[0])
+		w++
+	})
+	if next == nil {
+		return nil, nil
+	}
+	slices.Sort(idx)
+	return idx, next
+}
+
+// firstEntries yields the indexes of firsts, or 0..n-1 when firsts is
+// nil (repeatedKeys found no repeats).
+func firstEntries(n int, firsts []int32) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if firsts == nil {
+			for i := 0; i < n; i++ {
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		for _, i := range firsts {
+			if !yield(int(i)) {
+				return
+			}
+		}
+	}
+}
