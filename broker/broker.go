@@ -215,9 +215,18 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		installFaults(b)
 	}
 	b.server = &protocol.Server{
-		Router:         b.router,
-		MaxRequestSize: cfg.SocketRequestMaxBytes,
-		Logger:         b.logger.With("component", "network"),
+		Router:                b.router,
+		MaxRequestSize:        cfg.SocketRequestMaxBytes,
+		IdleTimeout:           time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		// The heartbeat and forwarding clients, and the replica fetchers
+		// (replica_fetcher.go): max.connections must not lock them out.
+		PeerClientIDPrefixes: []string{peerClientIDPrefix, "sluice-replica-fetcher-"},
+		ConnLimits: func() protocol.ConnLimits {
+			maxConns, perIP, overrides := cfg.ConnectionLimits(b.dynamicBrokerConfigs(b.metadata()))
+			return protocol.ConnLimits{Max: int(maxConns), PerIP: int(perIP), PerIPOverrides: overrides}
+		},
+		Logger: b.logger.With("component", "network"),
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())

@@ -78,8 +78,15 @@ type Broker struct {
 
 	SocketRequestMaxBytes int32 // socket.request.max.bytes
 	ConnectionsMaxIdleMs  int64 // connections.max.idle.ms
-	FetchMaxBytes         int32 // fetch.max.bytes
-	RequestTimeoutMs      int32 // request.timeout.ms
+	QueuedMaxRequestBytes int64 // queued.max.request.bytes; -1 unbounded
+
+	// Static values of the connection limits; ConnectionLimits resolves
+	// the dynamic ones.
+	MaxConnections               int32  // max.connections
+	MaxConnectionsPerIP          int32  // max.connections.per.ip
+	MaxConnectionsPerIPOverrides string // max.connections.per.ip.overrides
+	FetchMaxBytes                int32  // fetch.max.bytes
+	RequestTimeoutMs             int32  // request.timeout.ms
 
 	ReplicaLagTimeMaxMs                 int64 // replica.lag.time.max.ms
 	ReplicaFetchMaxBytes                int32 // replica.fetch.max.bytes
@@ -204,6 +211,10 @@ var bindings = []binding{
 	fieldFor("num.recovery.threads.per.data.dir", func(b *Broker) any { return &b.NumRecoveryThreadsPerDataDir }),
 	fieldFor("socket.request.max.bytes", func(b *Broker) any { return &b.SocketRequestMaxBytes }),
 	fieldFor("connections.max.idle.ms", func(b *Broker) any { return &b.ConnectionsMaxIdleMs }),
+	fieldFor("queued.max.request.bytes", func(b *Broker) any { return &b.QueuedMaxRequestBytes }),
+	fieldFor("max.connections", func(b *Broker) any { return &b.MaxConnections }),
+	fieldFor("max.connections.per.ip", func(b *Broker) any { return &b.MaxConnectionsPerIP }),
+	fieldFor("max.connections.per.ip.overrides", func(b *Broker) any { return &b.MaxConnectionsPerIPOverrides }),
 	fieldFor("fetch.max.bytes", func(b *Broker) any { return &b.FetchMaxBytes }),
 	fieldFor("request.timeout.ms", func(b *Broker) any { return &b.RequestTimeoutMs }),
 	fieldFor("replica.lag.time.max.ms", func(b *Broker) any { return &b.ReplicaLagTimeMaxMs }),
@@ -565,6 +576,15 @@ func (b *Broker) Validate() error {
 	if b.ConsumerGroupHeartbeatMs >= b.ConsumerGroupSessionTimeoutMs {
 		return invalid("group.consumer.heartbeat.interval.ms", "%d must be smaller than group.consumer.session.timeout.ms %d", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupSessionTimeoutMs)
 	}
+	// Kafka's KafkaConfig checks: a budget smaller than the largest frame
+	// could never serve that frame, and a per-IP limit of 0 would refuse
+	// every connection without an override.
+	if q := b.QueuedMaxRequestBytes; q > 0 && q < int64(b.SocketRequestMaxBytes) {
+		return invalid("queued.max.request.bytes", "%d must be at least socket.request.max.bytes %d (or -1 for unbounded)", q, b.SocketRequestMaxBytes)
+	}
+	if b.MaxConnectionsPerIP == 0 && strings.TrimSpace(b.MaxConnectionsPerIPOverrides) == "" {
+		return invalid("max.connections.per.ip", "can be 0 only if max.connections.per.ip.overrides is set")
+	}
 	for key, rf := range map[string]int16{
 		"default.replication.factor":               b.DefaultReplicationFactor,
 		"offsets.topic.replication.factor":         b.OffsetsTopicReplicationFactor,
@@ -620,4 +640,50 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
 	}
 	return err
+}
+
+// ConnectionLimits returns max.connections, max.connections.per.ip and
+// max.connections.per.ip.overrides in force, given the dynamic broker
+// configs stored in metadata for this broker and for the cluster: the
+// per-broker value, else the cluster default, else the static one. The
+// three keys are cluster-wide dynamic, as in Kafka.
+func (b *Broker) ConnectionLimits(perBroker, clusterDefault map[string]string) (maxConns, perIP int32, overrides string) {
+	maxConns, perIP, overrides = b.MaxConnections, b.MaxConnectionsPerIP, b.MaxConnectionsPerIPOverrides
+	dynamic := func(key string) (string, bool) {
+		if v, ok := perBroker[key]; ok {
+			return v, true
+		}
+		v, ok := clusterDefault[key]
+		return v, ok
+	}
+	for key, dst := range map[string]*int32{"max.connections": &maxConns, "max.connections.per.ip": &perIP} {
+		if v, ok := dynamic(key); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && n >= 0 {
+				*dst = int32(n)
+			}
+		}
+	}
+	if v, ok := dynamic("max.connections.per.ip.overrides"); ok && validConnOverrides(v) == "" {
+		overrides = v
+	}
+	return maxConns, perIP, overrides
+}
+
+// validConnOverrides checks max.connections.per.ip.overrides: comma-
+// separated host:count pairs, count at least 0, an IPv6 host in brackets.
+func validConnOverrides(s string) string {
+	for _, item := range splitList(s) {
+		i := strings.LastIndex(item, ":")
+		if i <= 0 {
+			return fmt.Sprintf("%q is not host:count", item)
+		}
+		host := item[:i]
+		if strings.Contains(host, ":") && !(strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")) {
+			return fmt.Sprintf("%q: an IPv6 host must be in brackets", item)
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(item[i+1:])); err != nil || n < 0 {
+			return fmt.Sprintf("%q: the count must be a number of at least 0", item)
+		}
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,17 +11,31 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // conn is one client connection, owned by the goroutine running serve: only
-// it reads, writes and closes nc (Shutdown's forced close aside).
+// it reads, writes and closes nc (Shutdown's forced close, and a peer's
+// eviction at max.connections, aside).
 type conn struct {
 	srv *Server
 	nc  net.Conn
 	// closed ends info.Context once nc is closed.
 	closed context.CancelFunc
 	info   ConnInfo
+	ip     string // what max.connections.per.ip counts it under
+	log    *slog.Logger
+
+	// state is connAdmitted, connProbation or connRefused; guarded by
+	// Server.mu (connlimit.go).
+	state int
+	// peer is set once a request shows the connection is one of the
+	// broker's own peers; such a connection is never evicted.
+	peer atomic.Bool
+	// lastActive is when the last request arrived (unix nanoseconds):
+	// the least recently active client connection is the one evicted.
+	lastActive atomic.Int64
 
 	mu      sync.Mutex
 	reading bool // waiting for or reading a request frame
@@ -39,22 +54,28 @@ func (c *conn) interrupt() {
 	}
 }
 
-// beginRead marks the connection as reading and arms the idle deadline, or
-// reports false if the connection should stop. Doing both under mu is what
-// keeps interrupt's deadline from being overwritten by the idle one.
-func (c *conn) beginRead() bool {
+// beginRead marks the connection as reading and arms deadline (zero: none),
+// or reports false if the connection should stop. Doing both under mu is
+// what keeps interrupt's deadline from being overwritten.
+func (c *conn) beginRead(deadline time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return false
 	}
 	c.reading = true
-	var deadline time.Time
-	if d := c.srv.IdleTimeout; d > 0 {
-		deadline = time.Now().Add(d)
-	}
 	c.nc.SetReadDeadline(deadline)
 	return true
+}
+
+// setDeadline moves the read deadline of a connection that is reading,
+// unless interrupt has already stopped it.
+func (c *conn) setDeadline(deadline time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped {
+		c.nc.SetReadDeadline(deadline)
+	}
 }
 
 func (c *conn) endRead() {
@@ -63,18 +84,36 @@ func (c *conn) endRead() {
 	c.mu.Unlock()
 }
 
+// idleDeadline is connections.max.idle.ms from now, or none.
+func (c *conn) idleDeadline() time.Time {
+	if d := c.srv.IdleTimeout; d > 0 {
+		return time.Now().Add(d)
+	}
+	return time.Time{}
+}
+
+// errSlowFrame wraps the deadline error of a frame that started to arrive
+// but did not finish within connections.max.idle.ms.
+var errSlowFrame = errors.New("protocol: request frame not received within connections.max.idle.ms of its first byte")
+
+// errStopped: the connection's context ended before a read began.
+var errStopped = errors.New("protocol: connection stopping")
+
 // serve runs the connection: read a frame, route it, write the answer, in
 // order, until the client goes away, a request demands the connection be
 // closed, or ctx ends.
 func (c *conn) serve(ctx context.Context) {
-	log := c.srv.logger().With("conn", c.info.ID, "remote", addrString(c.info.Remote))
+	c.log = c.srv.logger().With("conn", c.info.ID, "remote", addrString(c.info.Remote))
+	log := c.log
 	defer c.srv.removeConn(c)
 	defer c.closed()
 	defer c.nc.Close()
 	// A panic here is a bug, most likely in a handler, possibly reached
 	// through client bytes; it must cost this connection, not the process.
 	var frame []byte // the request being served, for the panic log
+	var held int64   // budget held by the request in hand
 	defer func() {
+		c.srv.budget.release(held)
 		if p := recover(); p != nil {
 			attrs := []any{"panic", p, "stack", string(debug.Stack())}
 			if h, _, err := parseHeaderPrefix(frame); err == nil {
@@ -87,45 +126,175 @@ func (c *conn) serve(ctx context.Context) {
 	log.Debug("protocol: connection opened")
 
 	br := bufio.NewReaderSize(c.nc, 16<<10)
-	max := c.srv.maxRequestSize()
+	c.srv.mu.Lock()
+	onProbation := c.state == connProbation
+	c.srv.mu.Unlock()
+	if onProbation && !c.settleProbation(br) {
+		return
+	}
+	first := true
 	for {
-		if !c.beginRead() {
-			log.Debug("protocol: closing connection for shutdown")
+		var err error
+		frame, held, err = c.readRequest(ctx, br)
+		if err != nil {
+			c.logReadError(ctx, err)
 			return
 		}
-		var err error
-		frame, err = ReadFrame(br, max)
-		c.endRead()
-		if err != nil {
-			c.logReadError(ctx, log, err)
+		c.lastActive.Store(time.Now().UnixNano())
+		if first {
+			first = false
+			if h, _, err := parseHeaderPrefix(frame); err == nil && c.srv.isPeer(h.clientID()) {
+				c.peer.Store(true)
+			}
+		}
+		if !c.chargeDecode(ctx, frame, &held) {
 			return
 		}
 		resp, err := c.srv.Router.serve(ctx, &c.info, frame)
 		if err != nil {
 			return // Router.serve logged why
 		}
-		if resp == nil {
-			continue
+		if resp != nil {
+			if err := resp.writeTo(c.nc); err != nil {
+				log.Debug("protocol: write failed, closing connection", "err", err)
+				return
+			}
 		}
-		if err := resp.writeTo(c.nc); err != nil {
-			log.Debug("protocol: write failed, closing connection", "err", err)
-			return
-		}
+		c.srv.budget.release(held)
+		held, frame = 0, nil
 	}
 }
 
+// readRequest reads one request frame. The wait for its first byte is
+// bounded by connections.max.idle.ms, and so is the rest of the frame from
+// that first byte on. The frame's buffer is reserved from the memory
+// budget as it grows; held is what was reserved, to be released by the
+// caller once the request has been answered.
+func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (frame []byte, held int64, err error) {
+	if !c.beginRead(c.idleDeadline()) {
+		return nil, 0, errStopped
+	}
+	defer c.endRead()
+	if _, err := br.Peek(1); err != nil {
+		return nil, 0, err
+	}
+	c.setDeadline(c.idleDeadline())
+	var prefix [4]byte
+	if _, err := io.ReadFull(br, prefix[:]); err != nil {
+		return nil, 0, slowFrame(err)
+	}
+	size := int32(binary.BigEndian.Uint32(prefix[:]))
+	if err := checkFrameSize(size, c.srv.maxRequestSize()); err != nil {
+		return nil, 0, err
+	}
+	return c.readBody(ctx, br, int(size))
+}
+
+func slowFrame(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errors.Join(errSlowFrame, err)
+	}
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// readBody is ReadFrame's readBody with every growth of the buffer
+// reserved from the memory budget first. Nothing is allocated before the
+// first byte of the body has arrived.
+func (c *conn) readBody(ctx context.Context, br *bufio.Reader, size int) ([]byte, int64, error) {
+	if _, err := br.Peek(1); err != nil {
+		return nil, 0, slowFrame(err)
+	}
+	var buf []byte
+	var held int64
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			newCap := min(size, max(frameChunk, 2*cap(buf)))
+			need := int64(newCap) - held
+			if err := c.reserve(ctx, need, held, size); err != nil {
+				c.srv.budget.release(held)
+				return nil, 0, err
+			}
+			held += need
+			grown := make([]byte, len(buf), newCap)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := io.ReadFull(br, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			c.srv.budget.release(held)
+			return nil, 0, slowFrame(err)
+		}
+	}
+	return buf, held, nil
+}
+
+// reserve takes n more bytes of the budget for a request holding held,
+// muting the connection (reading nothing) while the budget is exhausted.
+// Time spent muted is not the client's: the read deadline starts again
+// afterwards.
+func (c *conn) reserve(ctx context.Context, n, held int64, frameSize int) error {
+	waited, err := c.srv.budget.acquire(ctx, n, held, func() {
+		c.log.Debug("protocol: request memory exhausted (queued.max.request.bytes), connection muted until memory is released",
+			"queued_max_request_bytes", c.srv.budget.limit, "needed", n, "frame_size", frameSize)
+	})
+	if err != nil {
+		return errStopped
+	}
+	if waited {
+		c.setDeadline(c.idleDeadline())
+	}
+	return nil
+}
+
+// chargeDecode reserves what decoding frame may cost (decodecost.go) on
+// top of the frame itself, updating *held. A request whose charge exceeds
+// the whole budget can never be served: it is refused, closing the
+// connection, and chargeDecode returns false.
+func (c *conn) chargeDecode(ctx context.Context, frame []byte, held *int64) bool {
+	b := c.srv.budget
+	if b.limit <= 0 {
+		return true
+	}
+	charge := requestCharge(frame)
+	if charge > b.limit {
+		attrs := []any{"frame_size", len(frame), "charge", charge, "queued_max_request_bytes", b.limit}
+		if h, _, err := parseHeaderPrefix(frame); err == nil {
+			attrs = append(attrs, "api_key", h.APIKey, "api_version", h.APIVersion, "client_id", h.clientID())
+		}
+		c.log.Warn("protocol: request would cost more memory to decode and serve than queued.max.request.bytes allows, closing connection", attrs...)
+		return false
+	}
+	if need := charge - *held; need > 0 {
+		if err := c.reserve(ctx, need, *held, len(frame)); err != nil {
+			return false
+		}
+		*held = charge
+	}
+	return true
+}
+
 // logReadError logs why reading a frame ended the connection: a refused
-// size prefix is worth a warning (a misconfigured or hostile client), the
-// rest is ordinary connection churn.
-func (c *conn) logReadError(ctx context.Context, log *slog.Logger, err error) {
+// size prefix is worth a warning (a misconfigured or hostile client), a
+// frame that trickled in too slowly or an idle connection is worth an
+// info line, the rest is ordinary connection churn.
+func (c *conn) logReadError(ctx context.Context, err error) {
+	log := c.log
 	var sizeErr *FrameSizeError
 	switch {
 	case errors.As(err, &sizeErr):
 		log.Warn("protocol: refusing request frame, closing connection", "claimed_size", sizeErr.Size, "max_size", sizeErr.Max, "err", err)
+	case errors.Is(err, errStopped):
+		log.Debug("protocol: closing connection for shutdown")
 	case errors.Is(err, io.EOF):
 		log.Debug("protocol: connection closed by client")
 	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
 		log.Debug("protocol: closing connection for shutdown")
+	case errors.Is(err, errSlowFrame):
+		log.Info("protocol: request frame not received within connections.max.idle.ms of its first byte, closing connection", "connections_max_idle", c.srv.IdleTimeout)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		log.Info("protocol: closing idle connection", "idle_timeout", c.srv.IdleTimeout)
 	default:

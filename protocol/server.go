@@ -30,13 +30,33 @@ type Server struct {
 	// DefaultMaxRequestSize. A frame claiming more closes its connection
 	// before anything is allocated for it.
 	MaxRequestSize int32
-	// IdleTimeout closes a connection that sends no request for this long
-	// (connections.max.idle.ms). 0 means never.
+	// IdleTimeout is connections.max.idle.ms: a connection that sends
+	// nothing for this long after its last answer is closed, and so is one
+	// whose request frame has not arrived completely this long after its
+	// first byte (a slow-loris client is never idle, but never done
+	// either; Kafka has no separate key for it). Time a connection spends
+	// muted by the memory budget does not count. 0 or less means never.
 	IdleTimeout time.Duration
+	// QueuedMaxRequestBytes is queued.max.request.bytes, the request
+	// memory budget shared by every connection (budget.go): frames being
+	// read and requests being served, each charged its frame and what
+	// decoding it may cost (decodecost.go). 0 or less means unbounded.
+	QueuedMaxRequestBytes int64
+	// ConnLimits, if set, returns the connection limits in force; it is
+	// called for every new connection, so it should be cheap. nil means
+	// no limits (connlimit.go).
+	ConnLimits func() ConnLimits
+	// PeerClientIDPrefixes are the client id prefixes of the broker's own
+	// peers, whose connections max.connections must not lock out.
+	PeerClientIDPrefixes []string
 	// Logger receives connection-level logs; nil means slog.Default().
 	Logger *slog.Logger
 
 	nextConnID atomic.Uint64
+	budget     *memoryBudget
+
+	limitsMu sync.Mutex
+	resolved *resolvedLimits
 
 	initOnce sync.Once
 	// shutdownCtx is cancelled by Shutdown. Every connection's context
@@ -48,6 +68,10 @@ type Server struct {
 	closing   bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	perIP     map[string]int // open connections by remote address
+	admitted  int            // connections counted against max.connections
+	probation int            // connections accepted at max.connections, not yet admitted
+	slotFreed chan struct{}  // closed and replaced whenever a connection goes or is settled
 	wg        sync.WaitGroup // one per connection goroutine
 }
 
@@ -56,6 +80,9 @@ func (s *Server) init() {
 		s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
 		s.listeners = make(map[net.Listener]struct{})
 		s.conns = make(map[*conn]struct{})
+		s.perIP = make(map[string]int)
+		s.slotFreed = make(chan struct{})
+		s.budget = &memoryBudget{limit: s.QueuedMaxRequestBytes}
 	})
 }
 
@@ -140,7 +167,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // startConn registers nc and starts its goroutine, or closes it if the
-// server is already shutting down. The WaitGroup Add happens under mu with
+// server is already shutting down or a connection limit refuses it
+// (connlimit.go). With maxProbation connections already on probation it
+// waits for one to settle before accepting more, as Kafka's acceptor
+// stops at max.connections. The WaitGroup Add happens under mu with
 // closing false, so it always precedes Shutdown's Wait.
 func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 	connCtx, closed := context.WithCancel(context.Background())
@@ -148,6 +178,7 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 		srv:    s,
 		nc:     nc,
 		closed: closed,
+		ip:     remoteIP(nc.RemoteAddr()),
 		info: ConnInfo{
 			ID:     s.nextConnID.Add(1),
 			Remote: nc.RemoteAddr(),
@@ -155,11 +186,20 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 			ctx:    connCtx,
 		},
 	}
+	c.lastActive.Store(time.Now().UnixNano())
+	l := s.limits()
 	s.mu.Lock()
-	if s.closing {
+	if !s.waitProbationSlotLocked(ctx) {
 		s.mu.Unlock()
 		nc.Close()
 		closed()
+		return
+	}
+	if why := s.admitLocked(c, l); why != "" {
+		s.mu.Unlock()
+		nc.Close()
+		closed()
+		s.logger().Info("protocol: refusing connection: "+why, "remote", addrString(c.info.Remote))
 		return
 	}
 	s.conns[c] = struct{}{}
@@ -171,8 +211,17 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.forgetLocked(c)
 	s.mu.Unlock()
 	s.wg.Done()
+}
+
+// RequestMemoryInUse returns the bytes of the request memory budget
+// (QueuedMaxRequestBytes) reserved now: frames being read and requests
+// being served.
+func (s *Server) RequestMemoryInUse() int64 {
+	s.init()
+	return s.budget.inUse()
 }
 
 // NumConnections returns the number of open client connections.
@@ -194,6 +243,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
 	s.closing = true
+	s.signalSlotLocked()
 	for ln := range s.listeners {
 		ln.Close()
 	}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The tests in this file check the request memory budget
+// (queued.max.request.bytes) and the bound on what decoding a request may
+// cost, as a client observes them.
+
+// produceFrame is a Produce v9 frame of exactly size bytes (prefix
+// included) for a topic that does not exist: one partition whose records
+// field is filled with zeros to reach the size. The broker answers it with
+// an error code; what matters here is the memory it holds while it does.
+func produceFrame(t *testing.T, size int) []byte {
+	t.Helper()
+	build := func(records int) []byte {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = 9
+		req.Acks = 1
+		req.TimeoutMillis = 5000
+		tp := kmsg.NewProduceRequestTopic()
+		tp.Topic = "budget-no-such-topic"
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = make([]byte, records)
+		tp.Partitions = append(tp.Partitions, pp)
+		req.Topics = append(req.Topics, tp)
+		return kmsg.NewRequestFormatter(kmsg.FormatterClientID("budget")).AppendRequest(nil, req, 1)
+	}
+	// The records' compact length grows with its value, so settle the
+	// size in a few steps.
+	records := size
+	f := build(records)
+	for i := 0; i < 3 && len(f) != size; i++ {
+		records -= len(f) - size
+		f = build(records)
+	}
+	if len(f) != size {
+		t.Fatalf("produce frame of %d bytes, wanted %d", len(f), size)
+	}
+	return f
+}
+
+// readAnswer waits up to d for one response frame on c.
+func readAnswer(c net.Conn, d time.Duration) error {
+	c.SetReadDeadline(time.Now().Add(d))
+	defer c.SetReadDeadline(time.Time{})
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return err
+	}
+	_, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:])))
+	return err
+}
+
+// TestRequestBudgetMutesConnection: with queued.max.request.bytes = 1 MiB,
+// two 700 KiB requests, each held after 600 KiB, do not fit together: the
+// broker reserves each frame's buffer as its bytes arrive, so one of them
+// gets its 700 KiB and the other is muted (and logged) until that one has
+// been answered. Even once complete, the muted request is not answered
+// before the other is complete and answered; then it is.
+func TestRequestBudgetMutesConnection(t *testing.T) {
+	t.Parallel()
+	p := startSluice(t, t.TempDir(), freePort(t), "--log-level", "debug",
+		"--override", "socket.request.max.bytes=1048576",
+		"--override", "queued.max.request.bytes=1048576")
+
+	conns := map[string]net.Conn{"a": dialFrom(t, "127.0.0.11", p.addr), "b": dialFrom(t, "127.0.0.12", p.addr)}
+	frames := map[string][]byte{"a": produceFrame(t, 700<<10), "b": produceFrame(t, 700<<10)}
+	const sent = 600 << 10
+	for _, k := range []string{"a", "b"} {
+		if _, err := conns[k].Write(frames[k][:sent]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Neither can complete, so neither releases: one must be muted.
+	var muted string
+	waitFor(t, "a connection muted by the request memory budget", func() error {
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if !strings.Contains(line, "queued.max.request.bytes") {
+				continue
+			}
+			switch {
+			case strings.Contains(line, "127.0.0.11:"):
+				muted = "a"
+			case strings.Contains(line, "127.0.0.12:"):
+				muted = "b"
+			default:
+				continue
+			}
+			return nil
+		}
+		return errors.New("no such log line")
+	})
+	other := map[string]string{"a": "b", "b": "a"}[muted]
+	t.Logf("muted connection: %s", muted)
+
+	// The muted request, complete now, is not even read while the other
+	// holds the budget.
+	if _, err := conns[muted].Write(frames[muted][sent:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := readAnswer(conns[muted], 500*time.Millisecond); err == nil {
+		t.Fatal("the muted connection was answered while the budget was exhausted")
+	} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("muted connection: %v", err)
+	}
+	if _, err := conns[other].Write(frames[other][sent:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := readAnswer(conns[other], waitTimeout); err != nil {
+		t.Fatalf("%s: %v", other, err)
+	}
+	if err := readAnswer(conns[muted], waitTimeout); err != nil {
+		t.Fatalf("%s, once memory was released: %v", muted, err)
+	}
+}
+
+// metadataTinyTopicsFrame is a Metadata v8 request of exactly size bytes
+// naming empty topic names: two bytes on the wire each, the cheapest
+// element there is to send and one of the dearest to decode and answer.
+func metadataTinyTopicsFrame(size int) []byte {
+	hdr := []byte{0, 3, 0, 8, 0, 0, 0, 9, 0, 4}
+	hdr = append(hdr, "tiny"...)
+	tail := []byte{0, 0, 0} // allow_auto_topic_creation, include_cluster/topic_authorized_operations
+	n := (size - 4 - len(hdr) - 4 - len(tail)) / 2
+	f := binary.BigEndian.AppendUint32(nil, uint32(len(hdr)+4+2*n+len(tail)))
+	f = append(f, hdr...)
+	f = binary.BigEndian.AppendUint32(f, uint32(n))
+	f = append(f, make([]byte, 2*n)...)
+	return append(f, tail...)
+}
+
+// TestAmplifiedRequestRefused: a 6 MiB Metadata request of three million
+// empty topic names would cost the broker far more than
+// queued.max.request.bytes (32 MiB here) to decode and answer. The broker
+// closes its connection without decoding it, and a normal client is
+// served before, during and after.
+func TestAmplifiedRequestRefused(t *testing.T) {
+	t.Parallel()
+	p := startSluice(t, t.TempDir(), freePort(t),
+		"--override", "socket.request.max.bytes=8388608",
+		"--override", "queued.max.request.bytes=33554432")
+	const topic = "amplified"
+	p.createTopic(topic, 1)
+	cl := p.client(kgo.DefaultProduceTopic(topic))
+	produce := func(what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(what)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", what, err)
+		}
+	}
+	produce("before")
+	if msg := sendAndAwaitClose(p.addr, metadataTinyTopicsFrame(6<<20)); msg != "" {
+		t.Fatalf("6 MiB of empty topic names: %s", msg)
+	}
+	produce("after")
+	if !strings.Contains(p.stderr.String(), "queued.max.request.bytes") {
+		t.Errorf("no log line names queued.max.request.bytes; stderr:\n%s", p.stderr.String())
+	}
+}
+
+// TestAmplificationPeakRSS measures the broker's peak RSS (VmHWM) while it
+// is sent 100 MiB requests of tiny elements, one API at a time, and logs
+// it. It is a measurement, not a check, so it runs only with
+// SLUICE_RSS_ATTACK=1:
+//
+//	SLUICE_RSS_ATTACK=1 go test ./cmd/sluice -run TestAmplificationPeakRSS -v
+func TestAmplificationPeakRSS(t *testing.T) {
+	if os.Getenv("SLUICE_RSS_ATTACK") == "" {
+		t.Skip("set SLUICE_RSS_ATTACK=1 to measure")
+	}
+	p := startSluice(t, t.TempDir(), freePort(t))
+	p.createTopic("rss", 1)
+	base := procStatus(t, p.pid(), "VmHWM")
+	t.Logf("VmHWM at start: %d MiB", base>>20)
+	const size = 100 << 20
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"Metadata v8, empty topic names", metadataTinyTopicsFrame(size)},
+		{"Fetch v4, one topic, empty partitions", fetchTinyPartitionsFrame(size)},
+		{"DescribeGroups v0, empty group names", describeGroupsTinyFrame(size)},
+	} {
+		start := time.Now()
+		msg := sendAndAwaitClose(p.addr, tc.frame)
+		if msg == "" {
+			msg = "connection closed"
+		}
+		t.Logf("%-40s %s in %v; VmHWM %d MiB, VmRSS %d MiB", tc.name, msg, time.Since(start).Round(time.Millisecond),
+			procStatus(t, p.pid(), "VmHWM")>>20, procStatus(t, p.pid(), "VmRSS")>>20)
+	}
+	cl := p.client(kgo.DefaultProduceTopic("rss"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("still served")}).FirstErr(); err != nil {
+		t.Errorf("a normal client after the attack: %v", err)
+	}
+}
+
+// fetchTinyPartitionsFrame is a Fetch v4 request of about size bytes: one
+// topic with as many partitions as fit, each 16 bytes on the wire.
+func fetchTinyPartitionsFrame(size int) []byte {
+	var b []byte
+	b = append(b, 0, 1, 0, 4, 0, 0, 0, 9, 0, 4)
+	b = append(b, "tiny"...)
+	b = binary.BigEndian.AppendUint32(b, 0xffffffff) // replica id -1
+	b = binary.BigEndian.AppendUint32(b, 0)          // max wait
+	b = binary.BigEndian.AppendUint32(b, 1)          // min bytes
+	b = binary.BigEndian.AppendUint32(b, 1<<20)      // max bytes
+	b = append(b, 0)                                 // isolation level
+	b = binary.BigEndian.AppendUint32(b, 1)          // one topic
+	b = append(b, 0, 3)
+	b = append(b, "rss"...)
+	n := (size - 4 - len(b) - 4) / 16
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	for i := range n {
+		b = binary.BigEndian.AppendUint32(b, uint32(i))
+		b = append(b, make([]byte, 12)...) // offset 0, partition max bytes 0
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// describeGroupsTinyFrame is a DescribeGroups v0 request of about size
+// bytes naming empty group names, two bytes each.
+func describeGroupsTinyFrame(size int) []byte {
+	var b []byte
+	b = append(b, 0, 15, 0, 0, 0, 0, 0, 9, 0, 4)
+	b = append(b, "tiny"...)
+	n := (size - 4 - len(b) - 4) / 2
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = append(b, make([]byte, 2*n)...)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
