@@ -134,13 +134,22 @@ func xerialS2Bomb(t testing.TB) []byte {
 // s2Block is a raw snappy-codec payload that uses S2's extensions (a
 // repeat copy): Kafka's snappy decoders refuse it.
 func s2Block(t testing.TB) []byte {
-	// One well-formed record whose value repeats a pattern, so the S2
-	// encoder emits repeat-offset copies.
-	val := bytes.Repeat([]byte("0123456789abcdef"), 8192)
+	// One well-formed record whose value is 4 KiB of noise twice: the S2
+	// encoder copies the second half as a copy of 64 bytes and a repeat
+	// of the same offset (S2's extension) for the rest. The block is
+	// barely compressed, so only the strict decoder can tell.
+	noise := make([]byte, 4096)
+	for i := range noise {
+		noise[i] = byte(i*7919>>3) ^ byte(i>>5*131)
+	}
+	val := append(append([]byte(nil), noise...), noise...)
 	raw := withLength(rawRec{key: []byte("k"), value: val}.body())
 	blk := s2.Encode(nil, raw)
 	if _, err := snappy.DecodeStrict(nil, blk); err == nil {
 		t.Fatal("test setup: the S2 block decodes as plain snappy; it must use an S2 extension")
+	}
+	if len(raw) > 3*len(blk) {
+		t.Fatalf("test setup: the S2 block compresses %d to %d; it must pass the ratio check", len(raw), len(blk))
 	}
 	if got, err := s2.Decode(nil, blk); err != nil || !bytes.Equal(got, raw) {
 		t.Fatalf("test setup: the S2 block does not decode with S2: %v", err)
