@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -187,7 +188,35 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (frame []byte,
 	if err := checkFrameSize(size, c.srv.maxRequestSize()); err != nil {
 		return nil, 0, err
 	}
+	// The api key and version are the first bytes of the body: a request
+	// whose charge can be known from them and its size alone (all but
+	// Produce) and that can never fit is refused before its body is read.
+	if limit := c.srv.budget.limit; limit > 0 {
+		keyVersion, err := br.Peek(4)
+		if err != nil {
+			return nil, 0, slowFrame(err)
+		}
+		key := int16(binary.BigEndian.Uint16(keyVersion))
+		if key != produceKey {
+			if charge := int64(size)*(1+decodeFactor(key)) + requestOverhead; charge > limit {
+				return nil, 0, &chargeError{key: key, version: int16(binary.BigEndian.Uint16(keyVersion[2:])), frameSize: int(size), charge: charge, limit: limit}
+			}
+		}
+	}
 	return c.readBody(ctx, br, int(size))
+}
+
+// chargeError is a request refused because what it would be charged
+// exceeds the whole budget.
+type chargeError struct {
+	key, version  int16
+	clientID      string
+	frameSize     int
+	charge, limit int64
+}
+
+func (e *chargeError) Error() string {
+	return fmt.Sprintf("protocol: api key %d: a %d-byte request is charged %d bytes, more than queued.max.request.bytes %d", e.key, e.frameSize, e.charge, e.limit)
 }
 
 func slowFrame(err error) error {
@@ -261,11 +290,11 @@ func (c *conn) chargeDecode(ctx context.Context, frame []byte, held *int64) bool
 	}
 	charge := requestCharge(frame)
 	if charge > b.limit {
-		attrs := []any{"frame_size", len(frame), "charge", charge, "queued_max_request_bytes", b.limit}
+		e := &chargeError{frameSize: len(frame), charge: charge, limit: b.limit}
 		if h, _, err := parseHeaderPrefix(frame); err == nil {
-			attrs = append(attrs, "api_key", h.APIKey, "api_version", h.APIVersion, "client_id", h.clientID())
+			e.key, e.version, e.clientID = h.APIKey, h.APIVersion, h.clientID()
 		}
-		c.log.Warn("protocol: request would cost more memory to decode and serve than queued.max.request.bytes allows, closing connection", attrs...)
+		c.logReadError(ctx, e)
 		return false
 	}
 	if need := charge - *held; need > 0 {
@@ -284,7 +313,12 @@ func (c *conn) chargeDecode(ctx context.Context, frame []byte, held *int64) bool
 func (c *conn) logReadError(ctx context.Context, err error) {
 	log := c.log
 	var sizeErr *FrameSizeError
+	var chargeErr *chargeError
 	switch {
+	case errors.As(err, &chargeErr):
+		log.Warn("protocol: request would cost more memory to decode and serve than queued.max.request.bytes allows, closing connection",
+			"api_key", chargeErr.key, "api_version", chargeErr.version, "client_id", chargeErr.clientID,
+			"frame_size", chargeErr.frameSize, "charge", chargeErr.charge, "queued_max_request_bytes", chargeErr.limit)
 	case errors.As(err, &sizeErr):
 		log.Warn("protocol: refusing request frame, closing connection", "claimed_size", sizeErr.Size, "max_size", sizeErr.Max, "err", err)
 	case errors.Is(err, errStopped):

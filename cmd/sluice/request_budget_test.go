@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -190,17 +191,37 @@ func TestAmplificationPeakRSS(t *testing.T) {
 	t.Logf("VmHWM at start: %d MiB", base>>20)
 	const size = 100 << 20
 	for _, tc := range []struct {
-		name  string
-		frame []byte
+		name     string
+		frame    []byte
+		answered bool // admitted: wait for the answer, not for a close
 	}{
-		{"Metadata v8, empty topic names", metadataTinyTopicsFrame(size)},
-		{"Fetch v4, one topic, empty partitions", fetchTinyPartitionsFrame(size)},
-		{"DescribeGroups v0, empty group names", describeGroupsTinyFrame(size)},
+		{"Metadata v8, empty topic names", metadataTinyTopicsFrame(size), false},
+		{"Fetch v4, one topic, empty partitions", fetchTinyPartitionsFrame(size), false},
+		{"DescribeGroups v0, empty group names", describeGroupsTinyFrame(size), false},
+		{"Produce v9, empty partitions", produceTinyPartitionsFrame(size), false},
+		// The largest Metadata request of empty names the default budget
+		// admits (its charge just below 512 MiB): decoded and answered.
+		{"Metadata v8, 4.8 MiB of empty names", metadataTinyTopicsFrame(4800 << 10), true},
 	} {
 		start := time.Now()
-		msg := sendAndAwaitClose(p.addr, tc.frame)
-		if msg == "" {
-			msg = "connection closed"
+		var msg string
+		if !tc.answered {
+			if msg = sendAndAwaitClose(p.addr, tc.frame); msg == "" {
+				msg = "connection closed"
+			}
+		} else {
+			msg = "answered"
+			c, err := net.DialTimeout("tcp", p.addr, waitTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write(tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			if err := readAnswer(c, 10*time.Minute); err != nil {
+				msg = fmt.Sprintf("not answered: %v", err)
+			}
+			c.Close()
 		}
 		t.Logf("%-40s %s in %v; VmHWM %d MiB, VmRSS %d MiB", tc.name, msg, time.Since(start).Round(time.Millisecond),
 			procStatus(t, p.pid(), "VmHWM")>>20, procStatus(t, p.pid(), "VmRSS")>>20)
@@ -233,6 +254,29 @@ func fetchTinyPartitionsFrame(size int) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(i))
 		b = append(b, make([]byte, 12)...) // offset 0, partition max bytes 0
 	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// produceTinyPartitionsFrame is a Produce v9 request of about size bytes:
+// one topic with as many partitions as fit, each with null records, six
+// bytes on the wire.
+func produceTinyPartitionsFrame(size int) []byte {
+	var b []byte
+	b = append(b, 0, 0, 0, 9, 0, 0, 0, 9, 0, 4)
+	b = append(b, "tiny"...)
+	b = append(b, 0)                         // header tags
+	b = append(b, 0)                         // transactional id: null
+	b = binary.BigEndian.AppendUint16(b, 1)  // acks
+	b = binary.BigEndian.AppendUint32(b, 10) // timeout
+	b = append(b, 2, 4)                      // one topic, named "rss"
+	b = append(b, "rss"...)
+	n := (size - 4 - len(b) - 8) / 6
+	b = binary.AppendUvarint(b, uint64(n)+1)
+	for i := range n {
+		b = binary.BigEndian.AppendUint32(b, uint32(i))
+		b = append(b, 0, 0) // null records, no tags
+	}
+	b = append(b, 0, 0) // topic tags, request tags
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
 }
 
