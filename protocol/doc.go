@@ -45,7 +45,26 @@
 //   - a body kmsg cannot decode. Bytes after a completely decoded body are
 //     ignored, as by kmsg and Kafka;
 //   - a handler returning an error;
-//   - a panic while serving the connection (recovered and logged).
+//   - a panic while serving the connection (recovered and logged);
+//   - a request whose decode charge exceeds the whole request memory
+//     budget (see below), refused as soon as its api key is known;
+//   - a new connection over max.connections.per.ip (closed at once) or, at
+//     max.connections, a client's (closed after its first request header;
+//     see connlimit.go);
+//   - nothing received for connections.max.idle.ms after the last answer,
+//     or a frame not complete connections.max.idle.ms after its first
+//     byte (a slow-loris client).
+//
+// # Request memory
+//
+// Server.QueuedMaxRequestBytes (queued.max.request.bytes) bounds the
+// memory held by requests between their first byte and their answer, for
+// all connections together (budget.go). A frame's buffer is reserved as
+// its bytes arrive; a complete frame is charged what kmsg may allocate to
+// decode it, from a measured per-api-key factor or, for Produce, a walk of
+// its arrays (decodecost.go). A connection that cannot reserve waits,
+// reading nothing, until memory is released. So the bytes attributable to
+// requests stay below the budget plus one frame, whatever clients send.
 //
 // # Bytes sent from files
 //
