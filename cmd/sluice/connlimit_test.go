@@ -287,3 +287,55 @@ func TestSlowLorisClosed(t *testing.T) {
 		t.Errorf("frame sent a byte at a time: %s", msg)
 	}
 }
+
+// TestSlowLorisFloodRSS measures what 2,000 slow-loris connections cost
+// the broker, half sending a size prefix claiming 100 MiB and nothing
+// more, half trickling a frame a byte every 200 ms, and how long until the
+// broker has closed them all (connections.max.idle.ms = 5000 here). It is
+// a measurement, run only with SLUICE_RSS_ATTACK=1.
+func TestSlowLorisFloodRSS(t *testing.T) {
+	if os.Getenv("SLUICE_RSS_ATTACK") == "" {
+		t.Skip("set SLUICE_RSS_ATTACK=1 to measure")
+	}
+	p := startSluice(t, t.TempDir(), freePort(t), "--override", "connections.max.idle.ms=5000")
+	const n = 2000
+	start := time.Now()
+	closed := make(chan struct{}, n)
+	stop := make(chan struct{})
+	defer close(stop)
+	for i := range n {
+		c := dialFrom(t, "127.0.0.20", p.addr)
+		prefix := binary.BigEndian.AppendUint32(nil, 100<<20)
+		if _, err := c.Write(prefix); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if i%2 == 1 {
+				for ctr := 0; ; ctr++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+					if _, err := c.Write([]byte{byte(ctr)}); err != nil {
+						break
+					}
+				}
+			}
+			awaitClosed(c)
+			closed <- struct{}{}
+		}()
+	}
+	t.Logf("%d connections open after %v; VmRSS %d MiB", n, time.Since(start).Round(time.Millisecond), procStatus(t, p.pid(), "VmRSS")>>20)
+	for i := range n {
+		select {
+		case <-closed:
+		case <-time.After(waitTimeout):
+			t.Fatalf("%d of %d connections still open after %v", n-i, n, time.Since(start))
+		}
+	}
+	t.Logf("all %d closed by the broker after %v; VmHWM %d MiB", n, time.Since(start).Round(time.Millisecond), procStatus(t, p.pid(), "VmHWM")>>20)
+	if !served(t, dialFrom(t, "127.0.0.21", p.addr), "after-flood") {
+		t.Error("a client after the flood was not served")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,13 +196,13 @@ func TestAmplificationPeakRSS(t *testing.T) {
 		frame    []byte
 		answered bool // admitted: wait for the answer, not for a close
 	}{
+		// The largest Metadata request of empty names the default budget
+		// admits (its charge just below 512 MiB): decoded and answered.
+		{"Metadata v8, 4.8 MiB of empty names", metadataTinyTopicsFrame(4800 << 10), true},
 		{"Metadata v8, empty topic names", metadataTinyTopicsFrame(size), false},
 		{"Fetch v4, one topic, empty partitions", fetchTinyPartitionsFrame(size), false},
 		{"DescribeGroups v0, empty group names", describeGroupsTinyFrame(size), false},
 		{"Produce v9, empty partitions", produceTinyPartitionsFrame(size), false},
-		// The largest Metadata request of empty names the default budget
-		// admits (its charge just below 512 MiB): decoded and answered.
-		{"Metadata v8, 4.8 MiB of empty names", metadataTinyTopicsFrame(4800 << 10), true},
 	} {
 		start := time.Now()
 		var msg string
@@ -226,6 +227,39 @@ func TestAmplificationPeakRSS(t *testing.T) {
 		t.Logf("%-40s %s in %v; VmHWM %d MiB, VmRSS %d MiB", tc.name, msg, time.Since(start).Round(time.Millisecond),
 			procStatus(t, p.pid(), "VmHWM")>>20, procStatus(t, p.pid(), "VmRSS")>>20)
 	}
+
+	// Four concurrent 100 MiB Produce requests of one batch each, the
+	// shape a legitimate client sends: all four fit the budget together.
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", p.addr, waitTimeout)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			if _, err := c.Write(produceFrame(t, size)); err != nil {
+				errs <- err
+				return
+			}
+			errs <- readAnswer(c, 10*time.Minute)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a 100 MiB Produce: %v", err)
+		}
+	}
+	t.Logf("%-40s answered in %v; VmHWM %d MiB, VmRSS %d MiB", "4 concurrent Produce v9 of 100 MiB", time.Since(start).Round(time.Millisecond),
+		procStatus(t, p.pid(), "VmHWM")>>20, procStatus(t, p.pid(), "VmRSS")>>20)
+
 	cl := p.client(kgo.DefaultProduceTopic("rss"))
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
