@@ -2,9 +2,12 @@ package broker
 
 // Produce (api key 0), versions 3–13: record format v2 only, as Kafka 4 does.
 //
-// Each partition's record batches are validated (size, CRC, magic, record
-// count) and appended by the partition's log as bytes: offsets and the leader
-// epoch are stamped into the batch headers, records are not decoded. acks=0
+// Each partition's records must be exactly one magic v2 batch, zstd only
+// from v7 (validateProduceRecords, Kafka's ProduceRequest.validateRecords).
+// The partition's log validates the batch (size, CRC, every record, with
+// bounded streaming decompression: logstore/validate.go) and appends it as
+// bytes: offsets and the leader epoch are stamped into the batch header,
+// records are never rewritten. acks=0
 // gets no response (and, as in Kafka, a partition error closes the
 // connection so the client refreshes its metadata); acks=1 is answered after
 // the leader's append; acks=-1 after the high watermark passes the batch, i.e.
@@ -39,6 +42,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -170,6 +174,9 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	if topic.Internal || controller.IsInternalTopic(topic.Name) {
 		return nil, 0, 0, internalTopicWriteError(topic.Name)
 	}
+	if err := validateProduceRecords(req.Version, rp.Records); err != nil {
+		return nil, 0, 0, err
+	}
 	p, err := b.hostedReplica(logstore.TopicPartition{Topic: topic.Name, Partition: rp.Partition})
 	if err != nil {
 		return nil, 0, 0, err
@@ -248,4 +255,27 @@ func (b *Broker) waitHighWatermark(ctx context.Context, p *partition, next int64
 			return p.highWatermark() >= next
 		}
 	}
+}
+
+// validateProduceRecords checks the shape Kafka requires of one
+// partition's records in a Produce request (ProduceRequest.validateRecords):
+// from v3 exactly one record batch, of magic v2, and zstd only from v7 on
+// (KIP-110), UNSUPPORTED_COMPRESSION_TYPE below. Records that do not parse
+// as batches at all are left to the log's append, which refuses them with
+// its own error.
+func validateProduceRecords(version int16, records []byte) error {
+	if len(records) == 0 {
+		return fmt.Errorf("%w: Produce requests with version %d must have at least one record batch per partition", kerr.InvalidRecord, version)
+	}
+	headers := logstore.ParseBatchHeaders(records)
+	if len(headers) == 0 {
+		return nil
+	}
+	if version < 7 && headers[0].Attributes&0x07 == 4 {
+		return fmt.Errorf("%w: Produce requests with version %d are not allowed to use ZStandard compression", kerr.UnsupportedCompressionType, version)
+	}
+	if len(headers) > 1 {
+		return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain exactly one record batch per partition", kerr.InvalidRecord, version)
+	}
+	return nil
 }

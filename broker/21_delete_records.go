@@ -8,6 +8,10 @@ package broker
 // is OFFSET_OUT_OF_RANGE. The response's low watermark is the new log start
 // offset.
 //
+// Internal topics (__consumer_offsets, __transaction_state) hold the
+// coordinators' state: deleting their records is INVALID_TOPIC_EXCEPTION,
+// as in Kafka's ReplicaManager, and nothing moves.
+//
 // A partition named more than once is answered once, where it first
 // appears, and moved to the offset of its last entry: Kafka reads the
 // request into a map keyed by topic and partition. Partitions are answered
@@ -16,6 +20,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,6 +82,9 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *protocol.Request) (
 // deleteRecords moves one partition's log start offset as rp asks and
 // reports the new one in sp.
 func (b *Broker) deleteRecords(topic *controller.Topic, rp *kmsg.DeleteRecordsRequestTopicPartition, sp *kmsg.DeleteRecordsResponseTopicPartition) error {
+	if topic != nil && (topic.Internal || controller.IsInternalTopic(topic.Name)) {
+		return fmt.Errorf("%w: Cannot delete records of internal topic %s", kerr.InvalidTopicException, topic.Name)
+	}
 	p, _, err := b.leaderReplica(topic, rp.Partition, -1)
 	if err != nil {
 		return err

@@ -61,9 +61,17 @@ func errorMessage(err error) *string {
 		return nil
 	}
 	msg := err.Error()
+	// A kerr error reads "NAME: Description."; wrapped as
+	// fmt.Errorf("%w: detail", kerr.X) it reads "NAME: Description.: detail".
+	// The code already names the error, so the client gets the detail
+	// alone, or the description when there is none.
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
-		msg = strings.TrimPrefix(msg, ke.Message+": ")
+		if detail, ok := strings.CutPrefix(msg, ke.Error()+": "); ok {
+			msg = detail
+		} else {
+			msg = strings.TrimPrefix(msg, ke.Message+": ")
+		}
 	}
 	return &msg
 }

@@ -16,6 +16,7 @@ func idempotentBatch(id int64, epoch int16, seq int32, n int) []byte {
 	var records []byte
 	for i := 0; i < n; i++ {
 		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte("v")}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // a zero length is one varint byte
 		records = r.AppendTo(records)
 	}
 	b := kmsg.RecordBatch{
