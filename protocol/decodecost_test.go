@@ -81,7 +81,7 @@ func measureDecode(key, version int16, p slicePath, tagged bool) (float64, int, 
 	if per <= 0 {
 		return 0, 0, false
 	}
-	n := (1 << 16) / per
+	n := (1 << 13) / per
 	body := build(n)
 	var before, after runtime.MemStats
 	dst := kmsg.RequestForKey(key)
