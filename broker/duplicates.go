@@ -1,0 +1,94 @@
+package broker
+
+// Duplicate entries in one request (issue 14): helpers the handlers use to
+// merge repeated entries, or refuse them, as Kafka does per API.
+
+import (
+	"iter"
+	"slices"
+)
+
+// Entries named more than once in one request. Handlers find them by
+// sorting the entries' indexes by key: 4 to 8 bytes an entry and O(n log n)
+// comparisons, where a map keyed by the entries would cost several times
+// the request's own size, so a request of millions of tiny entries cannot
+// make its own bookkeeping larger than itself.
+
+// sortedGroups sorts the indexes 0..n-1 of a request's entries by cmp,
+// which compares the keys of two entries, and calls fn with each run of
+// indexes sharing one key, in request order: group[0] is the key's first
+// entry and group[len(group)-1] its last. fn may overwrite the indexes
+// before the group it was given.
+func sortedGroups(n int, cmp func(i, j int) int, fn func(group []int32)) {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := cmp(int(a), int(b)); c != 0 {
+			return c
+		}
+		return int(a) - int(b)
+	})
+	for start := 0; start < n; {
+		end := start + 1
+		for end < n && cmp(int(idx[start]), int(idx[end])) == 0 {
+			end++
+		}
+		fn(idx[start:end])
+		start = end
+	}
+}
+
+// repeatedKeys groups a request's n entries by key. It returns the index
+// of each key's first entry, in request order, and next, which links each
+// entry to the next one with the same key (-1 after the last). Both are nil
+// when no key repeats, which is the usual case: then every entry is first.
+func repeatedKeys(n int, cmp func(i, j int) int) (firsts, next []int32) {
+	if n < 2 {
+		return nil, nil
+	}
+	var idx []int32
+	w := 0
+	sortedGroups(n, cmp, func(group []int32) {
+		if idx == nil {
+			idx = group[:0:cap(group)] // the sorted array, rewritten in place
+		}
+		for k := 1; k < len(group); k++ {
+			if next == nil {
+				next = make([]int32, n)
+				for i := range next {
+					next[i] = -1
+				}
+			}
+			next[group[k-1]] = group[k]
+		}
+		idx = append(idx[:w], group[0])
+		w++
+	})
+	if next == nil {
+		return nil, nil
+	}
+	slices.Sort(idx)
+	return idx, next
+}
+
+// firstEntries yields the indexes of firsts, or 0..n-1 when firsts is
+// nil (repeatedKeys found no repeats).
+func firstEntries(n int, firsts []int32) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if firsts == nil {
+			for i := 0; i < n; i++ {
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		for _, i := range firsts {
+			if !yield(int(i)) {
+				return
+			}
+		}
+	}
+}
