@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -338,4 +339,113 @@ func TestSlowLorisFloodRSS(t *testing.T) {
 	if !served(t, dialFrom(t, "127.0.0.21", p.addr), "after-flood") {
 		t.Error("a client after the flood was not served")
 	}
+}
+
+// TestMaxConnectionsFloodKeepsReplication: with the leader's connections
+// at max.connections, held by a flood of client connections, a follower
+// that restarts still gets its replica fetcher through to the leader
+// (admitted as a peer, a client connection closed to make room) and
+// rejoins the ISR. This guards the limit rather than a bug of the old code,
+// which had no limit to lock replication out with.
+func TestMaxConnectionsFloodKeepsReplication(t *testing.T) {
+	t.Parallel()
+	const limit = 16
+	// Three nodes, so that the raft quorum outlives the follower.
+	c := startClusterProcs(t, 3, "--override", fmt.Sprintf("max.connections=%d", limit))
+	const topic = "flood"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
+	defer cancel()
+	// The observer passes for a peer so that it is served at the limit.
+	observer := c.client(kgo.ClientID("sluice-replica-fetcher-observer"))
+	adm := kadm.NewClient(observer)
+	if resp, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	var leader, follower int32
+	// isr asks node (the leader once known) for the partition's ISR, so
+	// that what is seen is the leader's view, not a restarting node's.
+	isr := func(node int32) ([]int32, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		var resp *kmsg.MetadataResponse
+		var err error
+		if node < 0 {
+			resp, err = req.RequestWith(ctx, observer)
+		} else {
+			var r kmsg.Response
+			r, err = observer.Broker(int(node)).Request(ctx, req)
+			resp, _ = r.(*kmsg.MetadataResponse)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return nil, errors.New("no partition in metadata")
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.Leader < 1 {
+			return nil, fmt.Errorf("partition error %d, leader %d", p.ErrorCode, p.Leader)
+		}
+		leader = p.Leader
+		for _, r := range p.Replicas {
+			if r != leader {
+				follower = r
+			}
+		}
+		return p.ISR, nil
+	}
+	waitFor(t, "both replicas in the ISR", func() error {
+		if got, err := isr(-1); err != nil || len(got) != 2 {
+			return fmt.Errorf("ISR %v, err %v", got, err)
+		}
+		return nil
+	})
+	// The producer connects before the flood, so that only the follower's
+	// fetcher needs a new connection to the leader once the flood is on.
+	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before the flood")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	flood := func() {
+		t.Helper()
+		refused := 0
+		for range 3 * limit {
+			if !served(t, dialFrom(t, "127.0.0.30", c.procs[leader-1].addr), "flood") {
+				refused++
+			}
+		}
+		if refused == 0 {
+			t.Fatalf("no flood connection was refused; max.connections is %d", limit)
+		}
+	}
+	flood()
+	// The follower's own connections to the leader go with it: fill the
+	// slots they leave too, then start it again.
+	c.procs[follower-1].kill()
+	waitFor(t, "the killed follower out of the ISR", func() error {
+		if got, err := isr(leader); err != nil || len(got) != 1 {
+			return fmt.Errorf("ISR %v, err %v", got, err)
+		}
+		return nil
+	})
+	waitFor(t, "the follower's connections to the leader closed", func() error {
+		if served(t, dialFrom(t, "127.0.0.30", c.procs[leader-1].addr), "flood") {
+			return nil
+		}
+		return errors.New("no slot freed yet")
+	})
+	flood()
+	c.restart(follower)
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("after the flood")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	waitFor(t, "the restarted follower back in the ISR", func() error {
+		if got, err := isr(leader); err != nil || len(got) != 2 {
+			return fmt.Errorf("ISR %v, err %v", got, err)
+		}
+		return nil
+	})
 }
