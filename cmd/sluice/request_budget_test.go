@@ -199,6 +199,9 @@ func TestAmplificationPeakRSS(t *testing.T) {
 		// The largest Metadata request of empty names the default budget
 		// admits (its charge just below 512 MiB): decoded and answered.
 		{"Metadata v8, 4.8 MiB of empty names", metadataTinyTopicsFrame(4800 << 10), true},
+		// DescribeConfigs answers every name asked for, synonyms
+		// included: a name repeated is the dearest answer per request byte.
+		{"DescribeConfigs v4, 6.5 MiB of one name", describeConfigsRepeatedFrame(6500 << 10), true},
 		{"Metadata v8, empty topic names", metadataTinyTopicsFrame(size), false},
 		{"Fetch v4, one topic, empty partitions", fetchTinyPartitionsFrame(size), false},
 		{"DescribeGroups v0, empty group names", describeGroupsTinyFrame(size), false},
@@ -312,6 +315,26 @@ func produceTinyPartitionsFrame(size int) []byte {
 	}
 	b = append(b, 0, 0) // topic tags, request tags
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// describeConfigsRepeatedFrame is a DescribeConfigs v4 request of about
+// size bytes for broker 1's configs, naming log.retention.ms over and
+// over.
+func describeConfigsRepeatedFrame(size int) []byte {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version = 4
+	req.IncludeSynonyms = true
+	req.IncludeDocumentation = true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeBroker
+	r.ResourceName = "1"
+	const name = "log.retention.ms"
+	r.ConfigNames = make([]string, size/(len(name)+1))
+	for i := range r.ConfigNames {
+		r.ConfigNames[i] = name
+	}
+	req.Resources = append(req.Resources, r)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("rss")).AppendRequest(nil, req, 1)
 }
 
 // describeGroupsTinyFrame is a DescribeGroups v0 request of about size
