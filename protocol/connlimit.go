@@ -122,8 +122,12 @@ func (s *Server) limits() *resolvedLimits {
 	}
 	s.limitsMu.Lock()
 	defer s.limitsMu.Unlock()
+	// A resolvedLimits is never changed once returned: callers read it
+	// without the lock.
 	if s.resolved != nil && s.resolved.raw.PerIPOverrides == raw.PerIPOverrides {
-		s.resolved.raw = raw
+		if s.resolved.raw != raw {
+			s.resolved = &resolvedLimits{raw: raw, overrides: s.resolved.overrides}
+		}
 		return s.resolved
 	}
 	r := &resolvedLimits{raw: raw, overrides: map[string]int{}}
