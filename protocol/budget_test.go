@@ -100,3 +100,98 @@ func TestBudgetRefusesWhatCanNeverFit(t *testing.T) {
 	dialRaw(t, addr).apiVersions(3, 2)
 	eventually(t, "the budget released", func() bool { return srv.RequestMemoryInUse() == 0 })
 }
+
+// TestMemoryBudget steps the budget through its rules without a network.
+func TestMemoryBudget(t *testing.T) {
+	ctx := context.Background()
+	granted := func(ch chan error) bool {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			return true
+		case <-time.After(5 * time.Second):
+			return false
+		}
+	}
+	waiters := func(b *memoryBudget, n int) {
+		eventually(t, "waiters queued", func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.waiters) == n
+		})
+	}
+	acquire := func(b *memoryBudget, ctx context.Context, n, held int64) chan error {
+		ch := make(chan error, 1)
+		go func() {
+			_, err := b.acquire(ctx, n, held, nil)
+			ch <- err
+		}()
+		return ch
+	}
+
+	t.Run("fits, then waits until released", func(t *testing.T) {
+		b := &memoryBudget{limit: 100}
+		if !granted(acquire(b, ctx, 60, 0)) {
+			t.Fatal("60 of 100 not granted")
+		}
+		second := acquire(b, ctx, 50, 0)
+		waiters(b, 1)
+		// A later, smaller request does not overtake the waiter.
+		third := acquire(b, ctx, 10, 0)
+		waiters(b, 2)
+		b.release(60)
+		if !granted(second) || !granted(third) {
+			t.Fatal("waiters not granted after release")
+		}
+		if b.inUse() != 60 {
+			t.Fatalf("in use %d, want 60", b.inUse())
+		}
+	})
+
+	t.Run("every byte held by waiters: the oldest goes over", func(t *testing.T) {
+		b := &memoryBudget{limit: 100}
+		for range 2 {
+			if !granted(acquire(b, ctx, 50, 0)) {
+				t.Fatal("50 of 100 not granted")
+			}
+		}
+		// Both holders now want to grow: neither can, and nobody else
+		// will release, so the first is granted beyond the limit.
+		first := acquire(b, ctx, 50, 50)
+		waiters(b, 1) // the other holder could still release
+		second := acquire(b, ctx, 50, 50)
+		if !granted(first) {
+			t.Fatal("deadlock: the oldest waiter was not granted")
+		}
+		waiters(b, 1) // the second still waits
+		b.release(100)
+		if !granted(second) {
+			t.Fatal("the second waiter not granted after release")
+		}
+	})
+
+	t.Run("a cancelled wait reserves nothing", func(t *testing.T) {
+		b := &memoryBudget{limit: 100}
+		granted(acquire(b, ctx, 100, 0))
+		cctx, cancel := context.WithCancel(ctx)
+		ch := acquire(b, cctx, 10, 0)
+		waiters(b, 1)
+		cancel()
+		if err := <-ch; err == nil {
+			t.Fatal("cancelled acquire succeeded")
+		}
+		b.release(100)
+		if b.inUse() != 0 || len(b.waiters) != 0 {
+			t.Fatalf("in use %d, %d waiters after a cancelled wait", b.inUse(), len(b.waiters))
+		}
+	})
+
+	t.Run("unbounded", func(t *testing.T) {
+		b := &memoryBudget{limit: -1}
+		if !granted(acquire(b, ctx, 1<<40, 0)) {
+			t.Fatal("unbounded budget waited")
+		}
+	})
+}
