@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -28,9 +29,11 @@ type conn struct {
 	ip     string // what max.connections.per.ip counts it under
 	log    *slog.Logger
 
-	// state is connAdmitted, connProbation or connRefused; guarded by
-	// Server.mu (connlimit.go).
-	state int
+	// state is connAdmitted, connProbation or connRefused, and
+	// probationElem its place on Server.probation while on probation;
+	// both guarded by Server.mu (connlimit.go).
+	state         int
+	probationElem *list.Element
 	// peer is set once a request shows the connection is one of the
 	// broker's own peers; such a connection is never evicted.
 	peer atomic.Bool

@@ -25,17 +25,21 @@ import (
 //     accepted anyway and the least recently used connection of another
 //     listener is closed. sluice serves clients and its peers on one
 //     listener, so it can only tell a peer by the client id of its first
-//     request (PeerClientIDPrefixes). At the limit it therefore accepts a
-//     new connection on probation (at most maxProbation at once; beyond
-//     that it stops accepting, as Kafka does, and connections wait in the
-//     kernel's backlog) and reads its first request header within
-//     probationTimeout: a peer is admitted and the least recently active
-//     client connection closed to make room; a client is closed. Closing
-//     the client, where Kafka would leave it waiting, keeps the probation
-//     queue moving so that a flood of clients cannot hold a peer out; a
-//     client retries as it would after a refused connect. A client id is
-//     not proof of identity: a client claiming a peer's id escapes
-//     max.connections, but never max.connections.per.ip.
+//     request (PeerClientIDPrefixes). At the limit it therefore keeps
+//     accepting, and holds each new connection on probation until its
+//     first request header has arrived (within probationTimeout): a peer
+//     is admitted and the least recently active client connection closed
+//     to make room; a client is closed. At most maxProbation connections
+//     are on probation; a new one beyond that closes the oldest, which has
+//     had the longest to show its header. Stopping the accept loop, as
+//     Kafka does, would leave a peer waiting in the kernel's backlog behind
+//     every connection a flood has queued there; closing the oldest keeps
+//     the queue moving as fast as the flood fills it, and a peer sends its
+//     first request as soon as it has connected. Closing a client, where
+//     Kafka would leave it waiting, is what a client sees at a refused
+//     connect, and it retries the same way. A client id is not proof of
+//     identity: a client claiming a peer's id escapes max.connections, but
+//     never max.connections.per.ip.
 //
 // All three are cluster-wide dynamic in Kafka and here: ConnLimits is
 // asked again for every new connection, so a change made with AlterConfigs
@@ -59,8 +63,9 @@ var unlimited = ConnLimits{Max: math.MaxInt, PerIP: math.MaxInt}
 
 const (
 	// maxProbation is how many connections accepted at max.connections
-	// may be waiting to show their first request at once.
-	maxProbation = 32
+	// may be waiting to show their first request at once: each costs a
+	// goroutine, a 16 KiB read buffer and a file descriptor.
+	maxProbation = 256
 	// probationTimeout bounds that wait (or connections.max.idle.ms, if
 	// shorter).
 	probationTimeout = 10 * time.Second
@@ -183,20 +188,35 @@ func (s *Server) isPeer(clientID string) bool {
 }
 
 // admitLocked counts a new connection from c.ip, or returns why it must
-// be closed at once. s.mu must be held.
-func (s *Server) admitLocked(c *conn, l *resolvedLimits) string {
+// be closed at once. At max.connections the connection goes on probation,
+// and if that is full the oldest connection on probation is returned to
+// be closed. s.mu must be held.
+func (s *Server) admitLocked(c *conn, l *resolvedLimits) (why string, evicted *conn) {
 	if n, limit := s.perIP[c.ip], l.perIP(c.ip); n >= limit {
-		return fmt.Sprintf("address already has the configured maximum of %d connections (max.connections.per.ip)", limit)
+		return fmt.Sprintf("address already has the configured maximum of %d connections (max.connections.per.ip)", limit), nil
 	}
 	s.perIP[c.ip]++
 	if s.admitted < l.raw.Max {
 		s.admitted++
 		c.state = connAdmitted
-	} else {
-		s.probation++
-		c.state = connProbation
+		return "", nil
 	}
-	return ""
+	if s.probation.Len() >= maxProbation {
+		evicted = s.probation.Remove(s.probation.Front()).(*conn)
+		evicted.probationElem = nil
+		evicted.state = connRefused
+	}
+	c.state = connProbation
+	c.probationElem = s.probation.PushBack(c)
+	return "", evicted
+}
+
+// leaveProbationLocked takes c off the probation list. s.mu must be held.
+func (s *Server) leaveProbationLocked(c *conn) {
+	if c.probationElem != nil {
+		s.probation.Remove(c.probationElem)
+		c.probationElem = nil
+	}
 }
 
 // forgetLocked undoes admitLocked when c is gone. s.mu must be held.
@@ -208,34 +228,9 @@ func (s *Server) forgetLocked(c *conn) {
 	case connAdmitted:
 		s.admitted--
 	case connProbation:
-		s.probation--
+		s.leaveProbationLocked(c)
 	}
 	c.state = connRefused
-	s.signalSlotLocked()
-}
-
-// signalSlotLocked wakes an accept loop waiting for a probation slot.
-func (s *Server) signalSlotLocked() {
-	close(s.slotFreed)
-	s.slotFreed = make(chan struct{})
-}
-
-// waitProbationSlotLocked waits, with s.mu held and released while
-// waiting, until fewer than maxProbation connections are on probation. It
-// returns false if ctx ends or the server closes first.
-func (s *Server) waitProbationSlotLocked(ctx context.Context) bool {
-	for s.probation >= maxProbation && !s.closing {
-		ch := s.slotFreed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			s.mu.Lock()
-			return false
-		}
-		s.mu.Lock()
-	}
-	return !s.closing
 }
 
 // settleProbation reads the first request header of a connection
@@ -262,14 +257,13 @@ func (c *conn) settleProbation(br *bufio.Reader) bool {
 	l := s.limits()
 
 	s.mu.Lock()
-	if c.state != connProbation { // Shutdown raced us
+	if c.state != connProbation { // evicted from probation meanwhile
 		s.mu.Unlock()
 		return false
 	}
-	s.probation--
+	s.leaveProbationLocked(c)
 	if !peer && s.admitted >= l.raw.Max {
 		c.state = connRefused
-		s.signalSlotLocked()
 		s.mu.Unlock()
 		c.log.Info("protocol: refusing connection: broker has the configured maximum of connections (max.connections)", "max_connections", l.raw.Max, "client_id", clientID)
 		return false
@@ -280,7 +274,6 @@ func (c *conn) settleProbation(br *bufio.Reader) bool {
 	if peer && s.admitted > l.raw.Max {
 		victim = s.leastRecentClientLocked()
 	}
-	s.signalSlotLocked()
 	s.mu.Unlock()
 	c.peer.Store(peer)
 	if victim != nil {

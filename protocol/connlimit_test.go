@@ -63,3 +63,21 @@ func TestParseConnOverrides(t *testing.T) {
 		}
 	}
 }
+
+// TestProbationFullClosesOldest: at max.connections, silent connections
+// fill the probation list; one more connection closes the oldest of them
+// instead of waiting behind them, so a peer arriving after a flood is
+// still read and admitted at once.
+func TestProbationFullClosesOldest(t *testing.T) {
+	_, addr := startServer(t, NewRouter(quietLogger(t)), func(s *Server) {
+		s.ConnLimits = func() ConnLimits { return ConnLimits{Max: 1, PerIP: 10000} }
+		s.PeerClientIDPrefixes = []string{"peer-"}
+	})
+	dialRaw(t, addr).apiVersionsAs("client")
+	silent := make([]*rawConn, maxProbation)
+	for i := range silent {
+		silent[i] = dialRaw(t, addr)
+	}
+	dialRaw(t, addr).apiVersionsAs("peer-1")
+	silent[0].expectClosed()
+}

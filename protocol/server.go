@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"log/slog"
@@ -70,8 +71,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	perIP     map[string]int // open connections by remote address
 	admitted  int            // connections counted against max.connections
-	probation int            // connections accepted at max.connections, not yet admitted
-	slotFreed chan struct{}  // closed and replaced whenever a connection goes or is settled
+	probation *list.List     // of *conn accepted at max.connections, not yet admitted, oldest first
 	wg        sync.WaitGroup // one per connection goroutine
 }
 
@@ -81,7 +81,7 @@ func (s *Server) init() {
 		s.listeners = make(map[net.Listener]struct{})
 		s.conns = make(map[*conn]struct{})
 		s.perIP = make(map[string]int)
-		s.slotFreed = make(chan struct{})
+		s.probation = list.New()
 		s.budget = &memoryBudget{limit: s.QueuedMaxRequestBytes}
 	})
 }
@@ -168,10 +168,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // startConn registers nc and starts its goroutine, or closes it if the
 // server is already shutting down or a connection limit refuses it
-// (connlimit.go). With maxProbation connections already on probation it
-// waits for one to settle before accepting more, as Kafka's acceptor
-// stops at max.connections. The WaitGroup Add happens under mu with
-// closing false, so it always precedes Shutdown's Wait.
+// (connlimit.go). The WaitGroup Add happens under mu with closing false,
+// so it always precedes Shutdown's Wait.
 func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 	connCtx, closed := context.WithCancel(context.Background())
 	c := &conn{
@@ -189,13 +187,14 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 	c.lastActive.Store(time.Now().UnixNano())
 	l := s.limits()
 	s.mu.Lock()
-	if !s.waitProbationSlotLocked(ctx) {
+	if s.closing {
 		s.mu.Unlock()
 		nc.Close()
 		closed()
 		return
 	}
-	if why := s.admitLocked(c, l); why != "" {
+	why, evicted := s.admitLocked(c, l)
+	if why != "" {
 		s.mu.Unlock()
 		nc.Close()
 		closed()
@@ -205,6 +204,10 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if evicted != nil {
+		s.logger().Debug("protocol: closing the oldest connection on probation at max.connections to make room", "conn", evicted.info.ID, "remote", addrString(evicted.info.Remote))
+		evicted.nc.Close()
+	}
 	go c.serve(ctx)
 }
 
@@ -243,7 +246,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.mu.Lock()
 	s.closing = true
-	s.signalSlotLocked()
 	for ln := range s.listeners {
 		ln.Close()
 	}
