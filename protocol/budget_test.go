@@ -79,32 +79,40 @@ func TestBudgetMutesConnectionUntilReleased(t *testing.T) {
 }
 
 // TestBudgetRefusesWhatCanNeverFit: a request whose decoding could cost
-// more than the whole budget (a Metadata request of empty topic names)
-// closes its connection, while a normal request on another is served.
+// more than the whole budget closes its connection, while a normal
+// request on another is served: a DescribeGroups of empty group names,
+// refused from its size and api key alone, and a Metadata request of
+// empty topic names, refused once the walk of its body has counted them.
 func TestBudgetRefusesWhatCanNeverFit(t *testing.T) {
-	r := NewRouter(quietLogger(t))
-	r.Register(3, 0, 12, func(ctx context.Context, req *Request) (kmsg.Response, error) {
-		return req.Body.ResponseKind(), nil
-	})
-	srv, addr := startServer(t, r, func(s *Server) {
-		s.QueuedMaxRequestBytes = 100 << 20
-	})
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 8
-	req.Topics = make([]kmsg.MetadataRequestTopic, 1<<20) // empty names: 2 MiB
-	for i := range req.Topics {
-		req.Topics[i].Topic = kmsg.StringPtr("")
+	describeGroups := kmsg.NewPtrDescribeGroupsRequest()
+	describeGroups.Groups = make([]string, 1<<20) // 2 MiB
+	metadata := kmsg.NewPtrMetadataRequest()
+	metadata.Version = 8
+	metadata.Topics = make([]kmsg.MetadataRequestTopic, 1<<20) // 2 MiB
+	for i := range metadata.Topics {
+		metadata.Topics[i].Topic = kmsg.StringPtr("")
 	}
-	hostile := dialRaw(t, addr)
-	// Refused once its api key is known, the frame may be cut off by a
-	// reset while it is still being written.
-	hostile.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := hostile.nc.Write(withSize(requestFrame(req, 1, nil))); err != nil && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
-		t.Fatalf("write: %v", err)
+	for _, req := range []kmsg.Request{describeGroups, metadata} {
+		t.Run(kmsg.NameForKey(req.Key()), func(t *testing.T) {
+			r := NewRouter(quietLogger(t))
+			r.Register(req.Key(), 0, req.MaxVersion(), func(ctx context.Context, req *Request) (kmsg.Response, error) {
+				return req.Body.ResponseKind(), nil
+			})
+			srv, addr := startServer(t, r, func(s *Server) {
+				s.QueuedMaxRequestBytes = 64 << 20
+			})
+			hostile := dialRaw(t, addr)
+			// Refused once its api key is known, the frame may be cut
+			// off by a reset while it is still being written.
+			hostile.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			if _, err := hostile.nc.Write(withSize(requestFrame(req, 1, nil))); err != nil && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+				t.Fatalf("write: %v", err)
+			}
+			hostile.expectClosed()
+			dialRaw(t, addr).apiVersions(3, 2)
+			eventually(t, "the budget released", func() bool { return srv.RequestMemoryInUse() == 0 })
+		})
 	}
-	hostile.expectClosed()
-	dialRaw(t, addr).apiVersions(3, 2)
-	eventually(t, "the budget released", func() bool { return srv.RequestMemoryInUse() == 0 })
 }
 
 // TestMemoryBudget steps the budget through its rules without a network.

@@ -192,15 +192,16 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (frame []byte,
 		return nil, 0, err
 	}
 	// The api key and version are the first bytes of the body: a request
-	// whose charge can be known from them and its size alone (all but
-	// Produce) and that can never fit is refused before its body is read.
+	// whose charge can be known from them and its size alone (all but the
+	// walked ones, decodeWalkers) and that can never fit is refused before
+	// its body is read.
 	if limit := c.srv.budget.limit; limit > 0 {
 		keyVersion, err := br.Peek(4)
 		if err != nil {
 			return nil, 0, slowFrame(err)
 		}
 		key := int16(binary.BigEndian.Uint16(keyVersion))
-		if key != produceKey {
+		if _, walked := decodeWalkers[key]; !walked {
 			if charge := int64(size)*(1+decodeFactor(key)) + requestOverhead; charge > limit {
 				return nil, 0, &chargeError{key: key, version: int16(binary.BigEndian.Uint16(keyVersion[2:])), frameSize: int(size), charge: charge, limit: limit}
 			}

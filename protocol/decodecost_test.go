@@ -187,41 +187,44 @@ func TestDecodeFactorsCoverMeasured(t *testing.T) {
 	}
 }
 
-// TestProduceDecodeCostCoversMeasured: for every Produce version and every
-// array in it filled with the smallest elements (with and without an
-// unknown tag each), and for one large record batch, what kmsg allocates
-// to decode the body is below what produceDecodeCost charges for it, and
-// a request of records is charged little more than its size.
-func TestProduceDecodeCostCoversMeasured(t *testing.T) {
-	req := kmsg.NewPtrProduceRequest()
-	paths := slicePaths(reflect.TypeOf(req).Elem(), nil, 0)
-	for v := int16(3); v <= req.MaxVersion(); v++ {
-		for _, p := range paths {
-			for _, tagged := range []bool{false, true} {
-				build := func(n int) []byte {
-					r := kmsg.NewPtrProduceRequest()
-					r.SetVersion(v)
-					fillPath(reflect.ValueOf(r).Elem(), p, n, tagged)
-					return r.AppendTo(nil)
-				}
-				body := build(1 << 14)
-				var before, after runtime.MemStats
-				dst := kmsg.NewPtrProduceRequest()
-				dst.SetVersion(v)
-				runtime.ReadMemStats(&before)
-				err := dst.ReadFrom(body)
-				runtime.ReadMemStats(&after)
-				if err != nil {
-					t.Fatalf("v%d %s: decode: %v", v, pathName(reflect.TypeOf(req).Elem(), p), err)
-				}
-				allocated := int64(after.TotalAlloc - before.TotalAlloc)
-				cost, err := produceDecodeCost(v, body)
-				if err != nil {
-					t.Fatalf("v%d %s: walk: %v", v, pathName(reflect.TypeOf(req).Elem(), p), err)
-				}
-				if allocated > cost+requestOverhead {
-					t.Errorf("v%d %s tagged=%v: kmsg allocated %d bytes for a %d-byte body, the walk charges %d",
-						v, pathName(reflect.TypeOf(req).Elem(), p), tagged, allocated, len(body), cost+requestOverhead)
+// TestWalkedDecodeCostsCoverMeasured: for every version of each request
+// charged by a walk (decodeWalkers) and every array in it filled with the
+// smallest elements (with and without an unknown tag each), what kmsg
+// allocates to decode the body is below what the walk charges; and a
+// Produce of records is charged little more than its size.
+func TestWalkedDecodeCostsCoverMeasured(t *testing.T) {
+	for key, walk := range decodeWalkers {
+		req := kmsg.RequestForKey(key)
+		typ := reflect.TypeOf(req).Elem()
+		paths := slicePaths(typ, nil, 0)
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			for _, p := range paths {
+				for _, tagged := range []bool{false, true} {
+					build := func(n int) []byte {
+						r := kmsg.RequestForKey(key)
+						r.SetVersion(v)
+						fillPath(reflect.ValueOf(r).Elem(), p, n, tagged)
+						return r.AppendTo(nil)
+					}
+					body := build(1 << 13)
+					var before, after runtime.MemStats
+					dst := kmsg.RequestForKey(key)
+					dst.SetVersion(v)
+					runtime.ReadMemStats(&before)
+					err := dst.ReadFrom(body)
+					runtime.ReadMemStats(&after)
+					if err != nil {
+						continue // not on the wire at this version
+					}
+					allocated := int64(after.TotalAlloc - before.TotalAlloc)
+					cost, err := walk(v, body)
+					if err != nil {
+						t.Fatalf("%s v%d %s: walk: %v", kmsg.NameForKey(key), v, pathName(typ, p), err)
+					}
+					if allocated > cost+requestOverhead {
+						t.Errorf("%s v%d %s tagged=%v: kmsg allocated %d bytes for a %d-byte body, the walk charges %d",
+							kmsg.NameForKey(key), v, pathName(typ, p), tagged, allocated, len(body), cost+requestOverhead)
+					}
 				}
 			}
 		}
@@ -242,5 +245,49 @@ func TestProduceDecodeCostCoversMeasured(t *testing.T) {
 	// A truncated Produce is charged as the worst case.
 	if charge := requestCharge(frame[:len(frame)/2]); charge < int64(len(frame)/2)*decodeFactor(produceKey) {
 		t.Errorf("a truncated Produce is charged %d", charge)
+	}
+}
+
+// TestLargeNaturalRequestsFitDefaultBudget: requests that are large for
+// good reasons fit sluice's default queued.max.request.bytes (512 MiB):
+// a Fetch and an OffsetCommit naming 100,000 partitions (1,000 topics of
+// 100), a Metadata request naming 100,000 topics.
+func TestLargeNaturalRequestsFitDefaultBudget(t *testing.T) {
+	const defaultBudget = 512 << 20
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = fetch.MaxVersion()
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version = commit.MaxVersion()
+	commit.Group = "group"
+	for i := range 1000 {
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = fmt.Sprintf("topic-%04d", i)
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.Topic = ft.Topic
+		for p := range int32(100) {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, 1<<40, 1<<20
+			ft.Partitions = append(ft.Partitions, fp)
+			cp := kmsg.NewOffsetCommitRequestTopicPartition()
+			cp.Partition, cp.Offset = p, 1<<40
+			ct.Partitions = append(ct.Partitions, cp)
+		}
+		fetch.Topics = append(fetch.Topics, ft)
+		commit.Topics = append(commit.Topics, ct)
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Version = meta.MaxVersion()
+	for i := range 100000 {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(fmt.Sprintf("a-fairly-ordinary-topic-name-%06d", i))
+		meta.Topics = append(meta.Topics, mt)
+	}
+	for _, req := range []kmsg.Request{fetch, commit, meta} {
+		frame := requestFrame(req, 1, kmsg.StringPtr("client"))
+		charge := requestCharge(frame)
+		t.Logf("%s v%d: %d-byte frame charged %d MiB", kmsg.NameForKey(req.Key()), req.GetVersion(), len(frame), charge>>20)
+		if charge > defaultBudget {
+			t.Errorf("%s v%d of %d bytes is charged %d, more than the default budget", kmsg.NameForKey(req.Key()), req.GetVersion(), len(frame), charge)
+		}
 	}
 }
