@@ -202,7 +202,7 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (frame []byte,
 		}
 		key := int16(binary.BigEndian.Uint16(keyVersion))
 		if _, walked := decodeWalkers[key]; !walked {
-			if charge := int64(size)*(1+decodeFactor(key)) + requestOverhead; charge > limit {
+			if charge := tableCharge(key, int64(size)); charge > limit {
 				return nil, 0, &chargeError{key: key, version: int16(binary.BigEndian.Uint16(keyVersion[2:])), frameSize: int(size), charge: charge, limit: limit}
 			}
 		}

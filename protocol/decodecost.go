@@ -25,6 +25,8 @@ import (
 // unknown tags, and fails if the table is below the bytes allocated per
 // body byte. The table is the measurement rounded up with a margin.
 //
+// A request is also charged an allowance for its answer (answerFactor).
+//
 // Charging the worst case to every request is right for requests that are
 // small by nature, but not for Produce, whose frames are mostly record
 // bytes that kmsg does not copy (they alias the frame), nor for Metadata,
@@ -35,15 +37,30 @@ import (
 // A request whose charge exceeds the whole budget cannot be served: its
 // connection is closed with a log line, as soon as the api key is known
 // for the table-charged keys, after the walk for the others. With the
-// default budget of 512 MiB that is a request of another key larger than
-// about 4.9 MiB; a Fetch naming 100,000 partitions (3.3 MB) is charged
-// 281 MiB, an OffsetCommit of as many 154 MiB, a Metadata request naming
-// 100,000 topics 16 MiB (TestLargeNaturalRequestsFitDefaultBudget).
+// default budget of 512 MiB that is a request of another key than Produce
+// and Metadata larger than 3.7 to 5.7 MiB, depending on its factor; a
+// Fetch naming 100,000 partitions (3.3 MB) is charged 382 MiB, an
+// OffsetCommit of as many 209 MiB, a Metadata request naming 100,000
+// topics 52 MiB (TestLargeNaturalRequestsFitDefaultBudget).
 
 // requestOverhead is charged to every request on top of its frame: the
 // decoded request's own struct, the header, the response before it is
 // encoded.
 const requestOverhead = 4 << 10
+
+// The answer is charged too, though only a handler knows what it builds:
+// every element a request names is usually answered, with an error code
+// at least. answerFactor (per byte of a table-charged request) and
+// metadataTopicAnswer (per topic of a walked Metadata request) come from
+// the peak RSS of a broker answering the largest such requests the budget
+// admits (TestAmplificationPeakRSS): DescribeGroups of distinct 4-byte
+// names cost 85 bytes per request byte in all (decode 57), Fetch of
+// partitions 50 (decode 89), Metadata of distinct 4-byte names 368 bytes
+// per topic.
+const (
+	answerFactor        = 32
+	metadataTopicAnswer = 384
+)
 
 // defaultDecodeFactor is the factor of an api key missing from the table
 // (the router refuses keys kmsg does not know, but the charge comes
@@ -74,7 +91,14 @@ func requestCharge(frame []byte) int64 {
 			}
 		}
 	}
-	return n + n*decodeFactor(h.APIKey) + requestOverhead
+	return tableCharge(h.APIKey, n)
+}
+
+// tableCharge is the charge of a request of key that is frameSize bytes
+// long, when it is not walked: the frame, the worst-case decode, the
+// answer allowance and the fixed overhead.
+func tableCharge(key int16, frameSize int64) int64 {
+	return frameSize*(1+decodeFactor(key)+answerFactor) + requestOverhead
 }
 
 // decodeWalkers charge the requests whose large frames are mostly bytes
@@ -238,7 +262,7 @@ func metadataDecodeCost(version int16, body []byte) (int64, error) {
 	var cost int64
 	topics := r.length(flexible, true)
 	for i := 0; i < topics && r.err == nil; i++ {
-		cost += metadataTopicCost
+		cost += metadataTopicCost + metadataTopicAnswer
 		if version >= 10 {
 			r.skip(16)
 		}

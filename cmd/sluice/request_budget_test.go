@@ -186,27 +186,38 @@ func TestAmplificationPeakRSS(t *testing.T) {
 	if os.Getenv("SLUICE_RSS_ATTACK") == "" {
 		t.Skip("set SLUICE_RSS_ATTACK=1 to measure")
 	}
-	p := startSluice(t, t.TempDir(), freePort(t))
-	p.createTopic("rss", 1)
-	base := procStatus(t, p.pid(), "VmHWM")
-	t.Logf("VmHWM at start: %d MiB", base>>20)
+	// Each case has a broker of its own, so that VmHWM is the case's.
+	var p *sluiceProc
+	fresh := func() {
+		if p != nil {
+			p.kill()
+		}
+		p = startSluice(t, t.TempDir(), freePort(t))
+		p.createTopic("rss", 1)
+	}
 	const size = 100 << 20
 	for _, tc := range []struct {
 		name     string
 		frame    []byte
 		answered bool // admitted: wait for the answer, not for a close
 	}{
-		// The largest Metadata request of empty names the default budget
-		// admits (its charge just below 512 MiB): decoded and answered.
-		{"Metadata v8, 4.8 MiB of empty names", metadataTinyTopicsFrame(4800 << 10), true},
+		// The largest requests of each kind the default budget admits
+		// (their charges just below 512 MiB), decoded and answered.
+		{"Metadata v8, 2.2 MiB of empty names", metadataTinyTopicsFrame(2250 << 10), true},
+		// Distinct names are each answered (UNKNOWN_TOPIC_OR_PARTITION).
+		{"Metadata v8, 6.3 MiB of distinct names", metadataDistinctTopicsFrame(6450 << 10), true},
+		{"DescribeGroups v0, 5.7 MiB of distinct names", describeGroupsDistinctFrame(5850 << 10), true},
+		{"Fetch v4, 4.2 MiB of partitions", fetchTinyPartitionsFrame(4320 << 10), true},
 		// DescribeConfigs answers every name asked for, synonyms
 		// included: a name repeated is the dearest answer per request byte.
-		{"DescribeConfigs v4, 6.5 MiB of one name", describeConfigsRepeatedFrame(6500 << 10), true},
+		{"DescribeConfigs v4, 4.8 MiB of one name", describeConfigsRepeatedFrame(4960 << 10), true},
 		{"Metadata v8, empty topic names", metadataTinyTopicsFrame(size), false},
 		{"Fetch v4, one topic, empty partitions", fetchTinyPartitionsFrame(size), false},
 		{"DescribeGroups v0, empty group names", describeGroupsTinyFrame(size), false},
 		{"Produce v9, empty partitions", produceTinyPartitionsFrame(size), false},
 	} {
+		fresh()
+		rest := procStatus(t, p.pid(), "VmRSS")
 		start := time.Now()
 		var msg string
 		if !tc.answered {
@@ -227,9 +238,10 @@ func TestAmplificationPeakRSS(t *testing.T) {
 			}
 			c.Close()
 		}
-		t.Logf("%-40s %s in %v; VmHWM %d MiB, VmRSS %d MiB", tc.name, msg, time.Since(start).Round(time.Millisecond),
-			procStatus(t, p.pid(), "VmHWM")>>20, procStatus(t, p.pid(), "VmRSS")>>20)
+		t.Logf("%-48s %s in %v; %d bytes sent; VmHWM %d MiB (at rest %d MiB)", tc.name, msg, time.Since(start).Round(time.Millisecond),
+			len(tc.frame), procStatus(t, p.pid(), "VmHWM")>>20, rest>>20)
 	}
+	fresh()
 
 	// Four concurrent 100 MiB Produce requests of one batch each, the
 	// shape a legitimate client sends: all four fit the budget together.
@@ -260,8 +272,8 @@ func TestAmplificationPeakRSS(t *testing.T) {
 			t.Errorf("a 100 MiB Produce: %v", err)
 		}
 	}
-	t.Logf("%-40s answered in %v; VmHWM %d MiB, VmRSS %d MiB", "4 concurrent Produce v9 of 100 MiB", time.Since(start).Round(time.Millisecond),
-		procStatus(t, p.pid(), "VmHWM")>>20, procStatus(t, p.pid(), "VmRSS")>>20)
+	t.Logf("%-48s answered in %v; VmHWM %d MiB", "4 concurrent Produce v9 of 100 MiB", time.Since(start).Round(time.Millisecond),
+		procStatus(t, p.pid(), "VmHWM")>>20)
 
 	cl := p.client(kgo.DefaultProduceTopic("rss"))
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -290,6 +302,37 @@ func fetchTinyPartitionsFrame(size int) []byte {
 	for i := range n {
 		b = binary.BigEndian.AppendUint32(b, uint32(i))
 		b = append(b, make([]byte, 12)...) // offset 0, partition max bytes 0
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// metadataDistinctTopicsFrame is a Metadata v8 request of about size
+// bytes naming distinct 4-character topics that do not exist, without
+// auto-creation.
+func metadataDistinctTopicsFrame(size int) []byte {
+	hdr := []byte{0, 3, 0, 8, 0, 0, 0, 9, 0, 4}
+	hdr = append(hdr, "dist"...)
+	n := (size - 4 - len(hdr) - 4 - 3) / 6
+	b := append([]byte(nil), hdr...)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+	for i := range n {
+		b = append(b, 0, 4, digits[i/46656%36], digits[i/1296%36], digits[i/36%36], digits[i%36])
+	}
+	b = append(b, 0, 0, 0)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// describeGroupsDistinctFrame is a DescribeGroups v0 request of about
+// size bytes naming distinct 4-character groups.
+func describeGroupsDistinctFrame(size int) []byte {
+	b := []byte{0, 15, 0, 0, 0, 0, 0, 9, 0, 4}
+	b = append(b, "dist"...)
+	n := (size - 4 - len(b) - 4) / 6
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+	for i := range n {
+		b = append(b, 0, 4, digits[i/46656%36], digits[i/1296%36], digits[i/36%36], digits[i%36])
 	}
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
 }
