@@ -180,6 +180,18 @@ func atLeast(min int64) checker {
 	}
 }
 
+// notYet accepts only the key's default: the Kafka feature behind the key
+// is not built yet, and a setting sluice would silently ignore is a
+// promise broken. The message names what will build it.
+func notYet(def, what string) checker {
+	return func(s string) string {
+		if s == def {
+			return ""
+		}
+		return fmt.Sprintf("not supported yet (%s); only the default %s is accepted", what, def)
+	}
+}
+
 // between accepts numbers in [lo, hi].
 func between(lo, hi float64) checker {
 	return func(s string) string {

@@ -277,6 +277,7 @@ func TestLoadErrors(t *testing.T) {
 		{"set twice", "log.retention.ms = 1\n\"log.retention.ms\" = 2\n", nil, `config: log.retention.ms: is set twice (dotted and quoted forms name the same key) (in sluice.toml)`, ErrInvalidValue},
 		{"override without =", "", []string{"num.partitions"}, `config: num.partitions: expected key=value (in --override)`, ErrInvalidValue},
 		{"override value trimmed and checked", "", []string{"num.partitions= x "}, `config: num.partitions: "x" is not a valid int (in --override)`, ErrInvalidValue},
+		{"feature not built yet", "", []string{"max.connection.creation.rate=10"}, `config: max.connection.creation.rate: not supported yet (connection creation rate limits come with client quotas); only the default 2147483647 is accepted (in --override)`, ErrInvalidValue},
 		{"datetime value", "log.dir = 1979-05-27T07:32:00Z\n", nil, `config: log.dir: a TOML time.Time is not a valid config value (in sluice.toml)`, ErrInvalidValue},
 	}
 	for _, tt := range tests {
