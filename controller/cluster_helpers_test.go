@@ -14,17 +14,30 @@ import (
 // over TCP and serf on 127.0.0.1 ephemeral ports, each with its own temp
 // dir, all in the test process.
 
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago. Voters must know each other's raft addresses before any starts, so
-// the port is reserved this way; serf binds UDP and TCP on it.
+// freeAddrs returns n distinct 127.0.0.1 addresses with ports that were
+// free a moment ago. Voters must know each other's raft addresses before
+// any starts, so the ports are reserved this way; serf binds UDP and TCP
+// on its port. All n listeners are held open until every port is chosen:
+// a port released at once can be handed out again by the next Listen,
+// which gave one node the same port for raft and gossip.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs
+}
+
+// freeAddr is freeAddrs for one address.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return freeAddrs(t, 1)[0]
 }
 
 type testCluster struct {
@@ -41,9 +54,10 @@ type testCluster struct {
 func newTestCluster(t *testing.T, n int, tweak func(*Config)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, nodes: map[int32]*Controller{}, cfgs: map[int32]Config{}}
+	addrs := freeAddrs(t, 2*n)
 	for id := int32(1); id <= int32(n); id++ {
-		tc.voters = append(tc.voters, Voter{ID: id, Addr: freeAddr(t)})
-		tc.seeds = append(tc.seeds, freeAddr(t))
+		tc.voters = append(tc.voters, Voter{ID: id, Addr: addrs[2*(id-1)]})
+		tc.seeds = append(tc.seeds, addrs[2*(id-1)+1])
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
