@@ -29,7 +29,8 @@ func produceOld(t *testing.T, cl *kgo.Client, topic string, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := 0; i < n; i++ {
-		r := &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, "%s-%03d", topic, i), Timestamp: eightDaysAgo}
+		// Keyed: a compacted topic refuses a record without a key.
+		r := &kgo.Record{Topic: topic, Partition: 0, Key: fmt.Appendf(nil, "k%03d", i), Value: fmt.Appendf(nil, "%s-%03d", topic, i), Timestamp: eightDaysAgo}
 		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatalf("produce to %s: %v", topic, err)
 		}
