@@ -296,7 +296,10 @@ func runJavaTxnCopier(ctx context.Context, env *rowEnv) error {
 			return fmt.Errorf("franz-go create %s: %w", topic, err)
 		}
 	}
-	if err := produceTo(ctx, admCl, in, 0, records, "copy", time.Now()); err != nil {
+	// Timestamps a second apart, ending now: starting now would put the
+	// last ones more than message.timestamp.after.max.ms (one hour) in
+	// the future, which the broker refuses with INVALID_TIMESTAMP.
+	if err := produceTo(ctx, admCl, in, 0, records, "copy", time.Now().Add(-records*time.Second)); err != nil {
 		return err
 	}
 
