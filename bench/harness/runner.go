@@ -165,10 +165,32 @@ func (r *runner) kafkaRate() float64 {
 // default, 5s, would time the client's back-off after a failover
 // rather than the broker's).
 func (r *runner) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	codec, err := compressionCodec(r.cfg.compression)
+	if err != nil {
+		return nil, err
+	}
 	return kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(r.c.addrs()...),
 		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.ProducerBatchCompression(codec),
 	}, opts...)...)
+}
+
+// compressionCodec is the franz-go codec named by -compression.
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none":
+		return kgo.NoCompression(), nil
+	case "snappy", "":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("-compression: unknown codec %q (want none, snappy, lz4, zstd or gzip)", name)
 }
 
 // mib converts records of the configured size to MiB.
