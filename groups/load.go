@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/internal/skiplog"
 )
 
 // replay reads a __consumer_offsets partition from its log start to its
@@ -27,8 +28,8 @@ import (
 // Kafka) are ignored and counted. Only a batch header that cannot be read
 // fails the load, since no later batch can be found past it.
 func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, int64, error) {
-	skipped := &skippedRecords{logger: c.cfg.Logger, partition: partition}
-	defer skipped.done()
+	skipped := &skiplog.Records{Logger: c.cfg.Logger, Topic: "__consumer_offsets", Partition: partition, UnknownKind: "records of unknown types"}
+	defer skipped.Done()
 	metas := make(map[string]*kmsg.GroupMetadataValue)
 	metaOffsets := make(map[string]int64) // offset of each classic group's last record
 	consumers := make(map[string]*consumerReplay)
@@ -48,7 +49,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 		last, err := parseBatches(data, func(r parsedRecord) error {
 			if r.err != nil {
-				skipped.add(r.offset, r.err)
+				skipped.Unreadable(r.offset, r.err)
 				return nil
 			}
 			if r.control {
@@ -57,16 +58,16 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			}
 			k, err := decodeKey(r.key)
 			if errors.Is(err, errUnknownKey) {
-				skipped.unknown++
+				skipped.Unknown()
 				return nil
 			}
 			if err != nil {
-				skipped.add(r.offset, err)
+				skipped.Unreadable(r.offset, err)
 				return nil
 			}
 			if k.version >= consumerGroupMetadataKeyVersion {
 				if err := replayConsumerRecord(consumers, k, r); err != nil {
-					skipped.add(r.offset, fmt.Errorf("group %q: %w", k.group, err))
+					skipped.Unreadable(r.offset, fmt.Errorf("group %q: %w", k.group, err))
 				}
 				return nil
 			}
@@ -77,7 +78,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 				}
 				v, err := decodeGroupValue(r.value)
 				if err != nil {
-					skipped.add(r.offset, fmt.Errorf("group %q: %w", k.group, err))
+					skipped.Unreadable(r.offset, fmt.Errorf("group %q: %w", k.group, err))
 					return nil
 				}
 				metas[k.group] = v
@@ -90,7 +91,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			}
 			o, err := decodeOffsetValue(r.value)
 			if err != nil {
-				skipped.add(r.offset, fmt.Errorf("group %q, %s-%d: %w", k.group, k.topic, k.partition, err))
+				skipped.Unreadable(r.offset, fmt.Errorf("group %q, %s-%d: %w", k.group, k.topic, k.partition, err))
 				return nil
 			}
 			o.recordOffset = r.offset
@@ -156,37 +157,4 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 	}
 	return groups, next, nil
-}
-
-// maxSkippedLogs bounds the records of one load logged one by one, so a
-// partition full of unreadable records cannot flood the log.
-const maxSkippedLogs = 10
-
-// skippedRecords logs the records a load of a __consumer_offsets
-// partition skips: the first maxSkippedLogs each with its offset and
-// error, then the counts when the load ends.
-type skippedRecords struct {
-	logger    *slog.Logger
-	partition int32
-	bad       int // unreadable records
-	unknown   int // records of key types this coordinator does not know
-}
-
-func (s *skippedRecords) add(offset int64, err error) {
-	s.bad++
-	if s.bad <= maxSkippedLogs {
-		s.logger.Error("skipping unreadable record while loading __consumer_offsets",
-			"partition", s.partition, "offset", offset, "err", err)
-	}
-}
-
-func (s *skippedRecords) done() {
-	if s.bad > maxSkippedLogs {
-		s.logger.Error("skipped unreadable records while loading __consumer_offsets",
-			"partition", s.partition, "records", s.bad, "logged", maxSkippedLogs)
-	}
-	if s.unknown > 0 {
-		s.logger.Warn("ignored records of unknown types while loading __consumer_offsets",
-			"partition", s.partition, "records", s.unknown)
-	}
 }

@@ -3,7 +3,8 @@ package txn
 import (
 	"context"
 	"fmt"
-	"log/slog"
+
+	"github.com/sluicedev/sluice/internal/skiplog"
 )
 
 // replay reads a __transaction_state partition from its log start to its
@@ -19,8 +20,8 @@ import (
 // ignored and counted. Only a batch header that cannot be read fails the
 // load, since no later batch can be found past it.
 func (c *Coordinator) replay(ctx context.Context, partition int32) (map[string]metadata, error) {
-	skipped := &skippedRecords{logger: c.cfg.Logger, partition: partition}
-	defer skipped.done()
+	skipped := &skiplog.Records{Logger: c.cfg.Logger, Topic: "__transaction_state", Partition: partition, UnknownKind: "records with keys of unknown versions"}
+	defer skipped.Done()
 	metas := make(map[string]metadata)
 	var next int64
 	for {
@@ -36,16 +37,16 @@ func (c *Coordinator) replay(ctx context.Context, partition int32) (map[string]m
 		}
 		last, err := scanBatches(data, func(r logRecord) error {
 			if r.err != nil {
-				skipped.add(r.offset, r.err)
+				skipped.Unreadable(r.offset, r.err)
 				return nil
 			}
 			id, ok, err := decodeKey(r.key)
 			if err != nil {
-				skipped.add(r.offset, err)
+				skipped.Unreadable(r.offset, err)
 				return nil
 			}
 			if !ok {
-				skipped.unknown++
+				skipped.Unknown()
 				return nil
 			}
 			if r.value == nil {
@@ -54,7 +55,7 @@ func (c *Coordinator) replay(ctx context.Context, partition int32) (map[string]m
 			}
 			m, err := decodeValue(r.value)
 			if err != nil {
-				skipped.add(r.offset, fmt.Errorf("transactional id %q: %w", id, err))
+				skipped.Unreadable(r.offset, fmt.Errorf("transactional id %q: %w", id, err))
 				return nil
 			}
 			metas[id] = m
@@ -77,37 +78,4 @@ func (c *Coordinator) replay(ctx context.Context, partition int32) (map[string]m
 		}
 	}
 	return metas, nil
-}
-
-// maxSkippedLogs bounds the records of one load logged one by one, so a
-// partition full of unreadable records cannot flood the log.
-const maxSkippedLogs = 10
-
-// skippedRecords logs the records a load of a __transaction_state
-// partition skips: the first maxSkippedLogs each with its offset and
-// error, then the counts when the load ends.
-type skippedRecords struct {
-	logger    *slog.Logger
-	partition int32
-	bad       int // unreadable records
-	unknown   int // keys of a version this coordinator does not know
-}
-
-func (s *skippedRecords) add(offset int64, err error) {
-	s.bad++
-	if s.bad <= maxSkippedLogs {
-		s.logger.Error("skipping unreadable record while loading __transaction_state",
-			"partition", s.partition, "offset", offset, "err", err)
-	}
-}
-
-func (s *skippedRecords) done() {
-	if s.bad > maxSkippedLogs {
-		s.logger.Error("skipped unreadable records while loading __transaction_state",
-			"partition", s.partition, "records", s.bad, "logged", maxSkippedLogs)
-	}
-	if s.unknown > 0 {
-		s.logger.Warn("ignored records with keys of unknown versions while loading __transaction_state",
-			"partition", s.partition, "records", s.unknown)
-	}
 }
