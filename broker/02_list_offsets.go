@@ -20,9 +20,7 @@ package broker
 // per topic name, in the order they first appear.
 
 import (
-	"cmp"
 	"context"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,30 +44,17 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 	img := b.metadata()
 	// The request's partitions, flattened: entry k is parts[k], of topic
 	// entry topicOf[k].
-	total := 0
-	for i := range req.Topics {
-		total += len(req.Topics[i].Partitions)
-	}
-	topicOf := make([]int32, 0, total)
-	parts := make([]*kmsg.ListOffsetsRequestTopicPartition, 0, total)
-	for i := range req.Topics {
-		for j := range req.Topics[i].Partitions {
-			topicOf = append(topicOf, int32(i))
-			parts = append(parts, &req.Topics[i].Partitions[j])
-		}
-	}
-	firsts, next := repeatedKeys(total, func(a, b int) int {
-		if c := strings.Compare(req.Topics[topicOf[a]].Topic, req.Topics[topicOf[b]].Topic); c != 0 {
-			return c
-		}
-		return cmp.Compare(parts[a].Partition, parts[b].Partition)
-	})
+	flat := flattenPartitions(req.Topics,
+		func(t *kmsg.ListOffsetsRequestTopic) string { return t.Topic },
+		func(t *kmsg.ListOffsetsRequestTopic) []kmsg.ListOffsetsRequestTopicPartition { return t.Partitions },
+		func(p *kmsg.ListOffsetsRequestTopicPartition) int32 { return p.Partition })
+	topicOf, parts, firsts, next := flat.topicOf, flat.parts, flat.firsts, flat.next
 	topics := make([]*controller.Topic, len(req.Topics))
 	for i := range req.Topics {
 		topics[i] = lookupTopic(img, false, req.Topics[i].Topic, [16]byte{})
 	}
 	topicAt := make(map[string]int) // index in resp.Topics by name
-	for k := range firstEntries(total, firsts) {
+	for k := range firstEntries(len(parts), firsts) {
 		rt, rp := &req.Topics[topicOf[k]], parts[k]
 		sp := kmsg.NewListOffsetsResponseTopicPartition()
 		sp.Partition = rp.Partition

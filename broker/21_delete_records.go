@@ -18,10 +18,8 @@ package broker
 // under one entry per topic name.
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,26 +34,13 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *protocol.Request) (
 	img := b.metadata()
 	// The request's partitions, flattened: entry k is parts[k], of topic
 	// entry topicOf[k].
-	total := 0
-	for i := range req.Topics {
-		total += len(req.Topics[i].Partitions)
-	}
-	topicOf := make([]int32, 0, total)
-	parts := make([]*kmsg.DeleteRecordsRequestTopicPartition, 0, total)
-	for i := range req.Topics {
-		for j := range req.Topics[i].Partitions {
-			topicOf = append(topicOf, int32(i))
-			parts = append(parts, &req.Topics[i].Partitions[j])
-		}
-	}
-	firsts, next := repeatedKeys(total, func(a, b int) int {
-		if c := strings.Compare(req.Topics[topicOf[a]].Topic, req.Topics[topicOf[b]].Topic); c != 0 {
-			return c
-		}
-		return cmp.Compare(parts[a].Partition, parts[b].Partition)
-	})
+	flat := flattenPartitions(req.Topics,
+		func(t *kmsg.DeleteRecordsRequestTopic) string { return t.Topic },
+		func(t *kmsg.DeleteRecordsRequestTopic) []kmsg.DeleteRecordsRequestTopicPartition { return t.Partitions },
+		func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition })
+	topicOf, parts, firsts, next := flat.topicOf, flat.parts, flat.firsts, flat.next
 	topicAt := make(map[string]int) // index in resp.Topics by name
-	for k := range firstEntries(total, firsts) {
+	for k := range firstEntries(len(parts), firsts) {
 		name := req.Topics[topicOf[k]].Topic
 		last := k
 		for next != nil && next[last] >= 0 {

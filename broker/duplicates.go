@@ -4,8 +4,10 @@ package broker
 // merge repeated entries, or refuse them, as Kafka does per API.
 
 import (
+	"cmp"
 	"iter"
 	"slices"
+	"strings"
 )
 
 // Entries named more than once in one request. Handlers find them by
@@ -91,4 +93,38 @@ func firstEntries(n int, firsts []int32) iter.Seq[int] {
 			}
 		}
 	}
+}
+
+// partitionEntries is a request's partitions flattened across its topic
+// entries, with repeats of one (topic name, partition) grouped by
+// repeatedKeys: entry k is parts[k], of topic entry topicOf[k].
+type partitionEntries[P any] struct {
+	topicOf      []int32
+	parts        []*P
+	firsts, next []int32 // as repeatedKeys returns them
+}
+
+// flattenPartitions builds the partitionEntries of a request whose topic
+// entries are topics, named by name, each listing its partitions (parts)
+// by number (partition).
+func flattenPartitions[T, P any](topics []T, name func(*T) string, parts func(*T) []P, partition func(*P) int32) partitionEntries[P] {
+	total := 0
+	for i := range topics {
+		total += len(parts(&topics[i]))
+	}
+	e := partitionEntries[P]{topicOf: make([]int32, 0, total), parts: make([]*P, 0, total)}
+	for i := range topics {
+		ps := parts(&topics[i])
+		for j := range ps {
+			e.topicOf = append(e.topicOf, int32(i))
+			e.parts = append(e.parts, &ps[j])
+		}
+	}
+	e.firsts, e.next = repeatedKeys(total, func(a, b int) int {
+		if c := strings.Compare(name(&topics[e.topicOf[a]]), name(&topics[e.topicOf[b]])); c != 0 {
+			return c
+		}
+		return cmp.Compare(partition(e.parts[a]), partition(e.parts[b]))
+	})
+	return e
 }
