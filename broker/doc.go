@@ -30,7 +30,14 @@
 // watermark at the minimum over the ISR, and proposes ISR changes to the
 // controller with AlterPartition, batching every pending proposal into one
 // request. Decisions of the controller are forwarded to the active
-// controller's broker when this node is not it (forward.go). Work done per
+// controller's broker when this node is not it (forward.go), over the
+// controller channel: a Kafka-protocol connection on the raft voters'
+// controller listener, told apart from raft by its first byte
+// (control_listener.go, controller/channel.go). Only that channel serves
+// the inter-broker APIs (AlterPartition, AllocateProducerIds,
+// BrokerHeartbeat, ControlledShutdown), as Kafka serves them only on its
+// controller listener; on the client listener they are absent from
+// ApiVersions and a request for one closes the connection. Work done per
 // metadata command is proportional to what the command changed
 // (reconcile.go), and a Fetch long poll waits on one channel however many
 // partitions it names (fetch_wait.go), so a node holding 10,000 partitions
