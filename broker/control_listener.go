@@ -99,7 +99,12 @@ func (b *Broker) serveControllerChannel(ctx context.Context) {
 		Router:         r,
 		MaxRequestSize: b.cfg.SocketRequestMaxBytes,
 		IdleTimeout:    time.Duration(max(b.cfg.ConnectionsMaxIdleMs, 0)) * time.Millisecond,
-		Logger:         logger,
+		// One queued.max.request.bytes for both listeners: anyone who
+		// reaches the controller listener can send requests too.
+		// Connection limits stay off here: peers on one host share an
+		// IP, and the listener serves only brokers.
+		ShareBudgetWith: b.server,
+		Logger:          logger,
 	}
 	b.wg.Add(1)
 	go func() {

@@ -78,6 +78,37 @@ func TestBudgetMutesConnectionUntilReleased(t *testing.T) {
 	eventually(t, "the budget released", func() bool { return srv.RequestMemoryInUse() == 0 })
 }
 
+// TestSharedBudget: a server made with ShareBudgetWith charges the other
+// server's budget, so a frame arriving on the second listener mutes a
+// request on the first, as one queued.max.request.bytes for the broker.
+func TestSharedBudget(t *testing.T) {
+	first, firstAddr := startServer(t, produceRouter(t), func(s *Server) {
+		s.MaxRequestSize = 1 << 20
+		s.QueuedMaxRequestBytes = 1 << 20
+	})
+	second, secondAddr := startServer(t, produceRouter(t), func(s *Server) {
+		s.MaxRequestSize = 1 << 20
+		s.ShareBudgetWith = first
+	})
+	frameA := produceFrameOfSize(t, 900<<10)
+	frameB := produceFrameOfSize(t, 300<<10)
+	a, b := dialRaw(t, secondAddr), dialRaw(t, firstAddr)
+	a.write(frameA[:800<<10])
+	eventually(t, "a's frame charged to the shared budget", func() bool {
+		return first.RequestMemoryInUse() == int64(len(frameA)-4) && second.RequestMemoryInUse() == first.RequestMemoryInUse()
+	})
+	b.write(frameB)
+	b.nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var one [1]byte
+	if _, err := b.nc.Read(one[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection muted by the other listener's request: read %v, want no answer yet", err)
+	}
+	a.write(frameA[800<<10:])
+	a.readFrame()
+	b.readFrame()
+	eventually(t, "the budget released", func() bool { return first.RequestMemoryInUse() == 0 })
+}
+
 // TestBudgetRefusesWhatCanNeverFit: a request whose decoding could cost
 // more than the whole budget closes its connection, while a normal
 // request on another is served: a DescribeGroups of empty group names,

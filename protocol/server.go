@@ -43,6 +43,11 @@ type Server struct {
 	// read and requests being served, each charged its frame and what
 	// decoding it may cost (decodecost.go). 0 or less means unbounded.
 	QueuedMaxRequestBytes int64
+	// ShareBudgetWith, if set, makes this server charge its requests to
+	// that server's memory budget (and ignore QueuedMaxRequestBytes), so
+	// one queued.max.request.bytes covers every listener of a broker, as
+	// Kafka's memory pool does.
+	ShareBudgetWith *Server
 	// ConnLimits, if set, returns the connection limits in force; it is
 	// called for every new connection, so it should be cheap. nil means
 	// no limits (connlimit.go).
@@ -82,7 +87,12 @@ func (s *Server) init() {
 		s.conns = make(map[*conn]struct{})
 		s.perIP = make(map[string]int)
 		s.probation = list.New()
-		s.budget = &memoryBudget{limit: s.QueuedMaxRequestBytes}
+		if o := s.ShareBudgetWith; o != nil && o != s {
+			o.init()
+			s.budget = o.budget
+		} else {
+			s.budget = &memoryBudget{limit: s.QueuedMaxRequestBytes}
+		}
 	})
 }
 
