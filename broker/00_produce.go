@@ -7,7 +7,13 @@ package broker
 // The partition's log validates the batch (size, CRC, every record, with
 // bounded streaming decompression: logstore/validate.go) and appends it as
 // bytes: offsets and the leader epoch are stamped into the batch header,
-// records are never rewritten. acks=0
+// records are never rewritten. The batches of all the request's partitions
+// share one budget of decompressed bytes (logstore.RequestDecompressBudget:
+// the larger of 256 MiB and 32 times the request's record bytes, never
+// below a partition's per-batch cap), so that a request naming many
+// partitions cannot make the broker decompress each one's cap in turn; the
+// partitions past it are MESSAGE_TOO_LARGE, as for the per-batch cap, and
+// the others are appended. Kafka has no such cap. acks=0
 // gets no response (and, as in Kafka, a partition error closes the
 // connection so the client refreshes its metadata); acks=1 is answered after
 // the leader's append; acks=-1 after the high watermark passes the batch, i.e.
@@ -69,6 +75,13 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 	}
 	var waits []acked
 	failed, notLeader := false, false
+	var recordBytes int64
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			recordBytes += int64(len(rp.Records))
+		}
+	}
+	budget := logstore.NewRequestDecompressBudget(recordBytes)
 
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -79,7 +92,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p, epoch, last, err := b.producePartition(img, topic, req, rp, &sp)
+			p, epoch, last, err := b.producePartition(img, topic, req, rp, &sp, budget)
 			if err != nil {
 				failed = true
 				sp.ErrorCode = errorCode(err)
@@ -155,10 +168,10 @@ func (b *Broker) waitAcks(ctx context.Context, p *partition, epoch int32, next i
 	}
 }
 
-// producePartition appends one partition's batches and fills in the
-// offsets; it returns the replica, the leader epoch it appended at and the
-// last offset written.
-func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) (*partition, int32, int64, error) {
+// producePartition appends one partition's batches, within the request's
+// decompression budget, and fills in the offsets; it returns the replica,
+// the leader epoch it appended at and the last offset written.
+func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *logstore.RequestDecompressBudget) (*partition, int32, int64, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, 0, 0, kerr.InvalidRequiredAcks
 	}
@@ -193,7 +206,7 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	}
 	// A retried idempotent batch the log already holds is answered with
 	// its original offsets, not appended again.
-	out, err := p.appendAsLeader(rp.Records, epoch, txn.OriginClient, 0)
+	out, err := p.appendAsLeaderWithin(rp.Records, epoch, txn.OriginClient, 0, budget)
 	if err != nil {
 		return nil, 0, 0, err
 	}

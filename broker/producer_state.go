@@ -128,6 +128,13 @@ type leaderAppend struct {
 // appends them at leaderEpoch and applies them. txnVersion is a
 // coordinator's marker transaction version (0 otherwise).
 func (p *partition) appendAsLeader(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8) (leaderAppend, error) {
+	return p.appendAsLeaderWithin(records, leaderEpoch, origin, txnVersion, nil)
+}
+
+// appendAsLeaderWithin is appendAsLeader for one partition of a Produce
+// request: request is the request's budget of decompressed bytes
+// (logstore.RequestDecompressBudget), nil for none.
+func (p *partition) appendAsLeaderWithin(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8, request *logstore.RequestDecompressBudget) (leaderAppend, error) {
 	batches, err := txnBatches(records)
 	if err != nil {
 		return leaderAppend{}, fmt.Errorf("%w: %v", logstore.ErrInvalidRecord, err)
@@ -150,7 +157,7 @@ func (p *partition) appendAsLeader(records []byte, leaderEpoch int32, origin txn
 	if isDup {
 		return leaderAppend{duplicate: true, dupFirst: dup.FirstOffset, dupLast: dup.LastOffset}, nil
 	}
-	res, err := p.log.AppendAsLeader(records, leaderEpoch)
+	res, err := p.log.AppendAsLeaderWithin(records, leaderEpoch, request)
 	if err != nil {
 		return leaderAppend{}, err
 	}

@@ -34,6 +34,14 @@ type AppendResult struct {
 // records is modified in place and must not be used by the caller
 // afterwards.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.AppendAsLeaderWithin(records, leaderEpoch, nil)
+}
+
+// AppendAsLeaderWithin is AppendAsLeader for one of the appends of a
+// Produce request: the bytes its compressed batches decompress to are
+// charged to request, the request's budget, and a batch past it is
+// ErrMessageTooLarge (nothing appended). A nil request is AppendAsLeader.
+func (l *Log) AppendAsLeaderWithin(records []byte, leaderEpoch int32, request *RequestDecompressBudget) (AppendResult, error) {
 	// Validation reads only records and a copy of the config, so it runs
 	// before appendMu: decompressing a batch does not hold up the
 	// partition's other appends.
@@ -42,7 +50,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if err := validateRecords(records, spans, cfg, l.tp, l.now()); err != nil {
+	if err := validateRecordsWithin(records, spans, cfg, l.tp, l.now(), request); err != nil {
 		return AppendResult{}, err
 	}
 	l.appendMu.Lock()

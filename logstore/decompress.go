@@ -77,6 +77,51 @@ func decompressedLimit(cfg Config) int64 {
 	return max(minDecompressedLimit, decompressedLimitRatio*int64(cfg.MaxMessageBytes))
 }
 
+// The per-request cap. minRequestDecompressed and
+// requestDecompressedRatio bound the decompressed bytes of all the
+// batches one Produce request appends, across its partitions: the larger
+// of 256 MiB and 32 times the request's record bytes, and never below the
+// per-batch cap of the partition being appended (so a request of one
+// partition is never refused by it). Kafka has no such cap, so it must not
+// refuse what a real producer sends: a producer's request is at most
+// max.request.size (1 MiB by default), which the 256 MiB floor lets
+// decompress 256-fold, beyond any real data; a larger request would have
+// to average more than 32:1 over all its batches, twice what JSON or logs
+// reach with zstd, and half the per-batch ratio that already refuses a full
+// batch past 64:1. What it stops is amplification across partitions: 1000
+// zstd batches of a few KiB each under the per-batch cap used to make the
+// broker decompress 64 GiB for one 4 MiB request; now 256 MiB. A
+// partition past it is MESSAGE_TOO_LARGE, as for the per-batch cap; the
+// producer splits the batch and retries in a later request.
+const (
+	minRequestDecompressed   = 256 << 20
+	requestDecompressedRatio = 32
+)
+
+// RequestDecompressBudget is what is left of the per-request cap on
+// decompressed bytes for the appends of one Produce request (see
+// minRequestDecompressed): each append charges it with what its compressed
+// batches actually decompressed (uncompressed batches cost nothing), and a
+// batch that would go past it is refused with ErrMessageTooLarge. It is
+// not safe for concurrent use: a request's partitions are appended one
+// after another.
+type RequestDecompressBudget struct {
+	limit int64
+	used  int64
+}
+
+// NewRequestDecompressBudget returns the budget of a request carrying
+// recordBytes bytes of record batches (all its partitions together).
+func NewRequestDecompressBudget(recordBytes int64) *RequestDecompressBudget {
+	return &RequestDecompressBudget{limit: max(minRequestDecompressed, requestDecompressedRatio*recordBytes)}
+}
+
+// left is what a batch appended with the per-batch cap batchLimit may
+// still decompress: the request's cap is never below the batch's own.
+func (r *RequestDecompressBudget) left(batchLimit int64) int64 {
+	return max(r.limit, batchLimit) - r.used
+}
+
 // storedDecompressedLimit is the cap for reading back a stored batch of
 // size bytes.
 func storedDecompressedLimit(size int) int64 {

@@ -33,7 +33,8 @@ import (
 //   - a non-control batch with a producer id has a sequence (INVALID_RECORD);
 //   - the codec is one of Kafka's and its data decodes (CORRUPT_MESSAGE);
 //     the batches of one append decompress to at most decompressedLimit
-//     bytes (MESSAGE_TOO_LARGE).
+//     bytes, and those of all the appends of one Produce request to at
+//     most its RequestDecompressBudget (MESSAGE_TOO_LARGE).
 //
 // Control batches are walked like any other: the broker refuses them from
 // clients before the log sees them (INVALID_RECORD), and lets the
@@ -63,6 +64,13 @@ type validation struct {
 // checked by splitBatches) and records each batch's true max timestamp in
 // its span.
 func validateRecords(buf []byte, spans []batchSpan, cfg Config, tp TopicPartition, now time.Time) error {
+	return validateRecordsWithin(buf, spans, cfg, tp, now, nil)
+}
+
+// validateRecordsWithin is validateRecords for one append of a Produce
+// request: a non-nil request is the request's budget, charged with what
+// the compressed batches decompress to.
+func validateRecordsWithin(buf []byte, spans []batchSpan, cfg Config, tp TopicPartition, now time.Time, request *RequestDecompressBudget) error {
 	limit := decompressedLimit(cfg)
 	v := validation{
 		tp:         tp,
@@ -81,15 +89,27 @@ func validateRecords(buf []byte, spans []batchSpan, cfg Config, tp TopicPartitio
 			return err
 		}
 		v.batchIndex, v.batch, v.maxTimestamp = i, h, -1
-		used, err := walkRecords(b, h, v.budget, v.record)
+		allowed, byRequest := v.budget, false
+		if request != nil && h.compression() != 0 {
+			if left := request.left(v.limit); left < allowed {
+				allowed, byRequest = max(left, 0), true
+			}
+		}
+		used, err := walkRecords(b, h, allowed, v.record)
+		if h.compression() != 0 {
+			v.budget -= used
+			if request != nil {
+				request.used += used // spent, whether or not the batch is refused
+			}
+		}
+		if errors.Is(err, ErrMessageTooLarge) && byRequest {
+			return fmt.Errorf("%w: the batches of one Produce request decompress to more than %d bytes; %s is refused", ErrMessageTooLarge, max(request.limit, v.limit), tp)
+		}
 		if errors.Is(err, ErrMessageTooLarge) {
 			return fmt.Errorf("%w: the batches of one append to %s decompress to more than %d bytes", ErrMessageTooLarge, tp, v.limit)
 		}
 		if err != nil {
 			return fmt.Errorf("batch %d of %s: %w", i, tp, err)
-		}
-		if h.compression() != 0 {
-			v.budget -= used
 		}
 		sp.maxTimestamp = v.maxTimestamp
 	}
