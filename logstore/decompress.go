@@ -89,10 +89,10 @@ func decompressedLimit(cfg Config) int64 {
 // to average more than 32:1 over all its batches, twice what JSON or logs
 // reach with zstd, and half the per-batch ratio that already refuses a full
 // batch past 64:1. What it stops is amplification across partitions: 1000
-// zstd batches of a few KiB each under the per-batch cap used to make the
-// broker decompress 64 GiB for one 4 MiB request; now 256 MiB. A
-// partition past it is MESSAGE_TOO_LARGE, as for the per-batch cap; the
-// producer splits the batch and retries in a later request.
+// zstd batches of 7 KiB each (64 MiB of zeros, under the per-batch cap)
+// used to make the broker decompress 64 GiB for one 7 MiB request; now
+// 256 MiB. A partition past it is MESSAGE_TOO_LARGE, as for the per-batch
+// cap; the producer splits the batch and retries in a later request.
 const (
 	minRequestDecompressed   = 256 << 20
 	requestDecompressedRatio = 32
