@@ -44,12 +44,18 @@ import (
 	"github.com/sluicedev/sluice/logstore"
 )
 
-const (
-	replicaFetchMaxWait   = 500 * time.Millisecond
-	replicaFetchBackoff   = 100 * time.Millisecond
-	replicaFetchMaxBytes  = 10 << 20 // replica.fetch.response.max.bytes
-	replicaFetchPartBytes = 1 << 20  // replica.fetch.max.bytes
-)
+// replicaFetchBackoff is how often a fetcher whose partitions are all
+// held back (throttled, or waiting out an error) looks again. The fetch
+// itself follows the replica.fetch.* keys: wait.max.ms, min.bytes,
+// response.max.bytes, max.bytes (per partition) and backoff.ms (after an
+// error).
+const replicaFetchBackoff = 100 * time.Millisecond
+
+// errorBackoff is replica.fetch.backoff.ms: the pause after a failed
+// fetch, or before a partition whose fetch failed is fetched again.
+func (f *fetcher) errorBackoff() time.Duration {
+	return time.Duration(f.rm.b.cfg.ReplicaFetchBackoffMs) * time.Millisecond
+}
 
 // followed is one partition a fetcher replicates, at one leader epoch.
 type followed struct {
@@ -150,12 +156,12 @@ func (f *fetcher) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				f.rm.b.logger.Debug("replica fetch failed", "leader", f.leader, "err", err)
-				f.wait(ctx, replicaFetchBackoff)
+				f.wait(ctx, f.errorBackoff())
 			}
 			continue
 		}
 		if !f.handle(ctx, kresp.(*kmsg.FetchResponse), batch) {
-			f.wait(ctx, replicaFetchBackoff)
+			f.wait(ctx, f.errorBackoff())
 		}
 	}
 }
@@ -186,9 +192,10 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 	req.ReplicaID = self
 	req.ReplicaState.ID = self
 	req.ReplicaState.Epoch = brokerEpoch
-	req.MaxWaitMillis = int32(replicaFetchMaxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = replicaFetchMaxBytes
+	cfg := b.cfg
+	req.MaxWaitMillis = cfg.ReplicaFetchWaitMaxMs
+	req.MinBytes = cfg.ReplicaFetchMinBytes
+	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
 	req.SessionID = 0
 	req.SessionEpoch = -1
 
@@ -228,7 +235,7 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 		}
 		rp.LastFetchedEpoch = st.p.log.LatestEpoch()
 		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = replicaFetchPartBytes
+		rp.PartitionMaxBytes = cfg.ReplicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	return req, batch, delayed
@@ -252,7 +259,7 @@ func (f *fetcher) pause(tp logstore.TopicPartition, st *followed) {
 func (f *fetcher) backOff(tp logstore.TopicPartition, st *followed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st.retryAt = time.Now().Add(replicaFetchBackoff)
+	st.retryAt = time.Now().Add(f.errorBackoff())
 }
 
 // handle applies a fetch response. It reports false when nothing was
