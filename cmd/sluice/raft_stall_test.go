@@ -176,28 +176,7 @@ func TestRaftLeaderStallKeepsControllership(t *testing.T) {
 
 	fast := kgo.MetadataMinAge(100 * time.Millisecond)
 	adm := kadm.NewClient(c.client(fast))
-	resp, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "stall")
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create stall: %v", err)
-	}
-	waitFor(t, "full ISRs", func() error {
-		md, err := adm.Metadata(ctx, "stall")
-		if err != nil {
-			return err
-		}
-		if n := len(md.Topics["stall"].Partitions); n != 3 {
-			return fmt.Errorf("%d partitions", n)
-		}
-		for _, p := range md.Topics["stall"].Partitions {
-			if len(p.ISR) != 3 {
-				return fmt.Errorf("partition %d: ISR %v", p.Partition, p.ISR)
-			}
-		}
-		return nil
-	})
+	createInsyncTopic(ctx, t, adm, "stall")
 	first := activeController(ctx, t, c)
 
 	producer := c.client(fast,

@@ -48,25 +48,7 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 	defer cancel()
 	fast := kgo.MetadataMinAge(100 * time.Millisecond)
 	adm := kadm.NewClient(c.client(fast))
-	resp, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "soak")
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create soak: %v", err)
-	}
-	waitFor(t, "full ISRs", func() error {
-		md, err := adm.Metadata(ctx, "soak")
-		if err != nil {
-			return err
-		}
-		for _, p := range md.Topics["soak"].Partitions {
-			if len(p.ISR) != 3 {
-				return fmt.Errorf("partition %d: ISR %v", p.Partition, p.ISR)
-			}
-		}
-		return nil
-	})
+	createInsyncTopic(ctx, t, adm, "soak")
 
 	// The load: two busy processes per CPU (SLUICE_SOAK_BURNERS_PER_CPU
 	// sets another count), at the same priority, so the brokers get well
@@ -180,4 +162,32 @@ func TestThreeProcessSoakUnderCPULoad(t *testing.T) {
 	if acked == 0 {
 		t.Error("nothing was acknowledged")
 	}
+}
+
+// createInsyncTopic creates topic with 3 partitions, RF 3 and
+// min.insync.replicas=2, and waits until every partition has its full ISR.
+func createInsyncTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	waitFor(t, "full ISRs", func() error {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if n := len(md.Topics[topic].Partitions); n != 3 {
+			return fmt.Errorf("%d partitions", n)
+		}
+		for _, p := range md.Topics[topic].Partitions {
+			if len(p.ISR) != 3 {
+				return fmt.Errorf("partition %d: ISR %v", p.Partition, p.ISR)
+			}
+		}
+		return nil
+	})
 }
