@@ -4,15 +4,31 @@ package broker
 //
 // Brokers are the unfenced brokers of the metadata image, the controller id
 // is the active controller's. A null topic list (an empty one before v1)
-// asks for every topic. A requested topic that does not exist is created
-// with the broker's defaults when the request allows it (v4+, always before)
-// and auto.create.topics.enable is on; it is then returned at once, because
-// the creation is committed before this answer. Otherwise it is
-// UNKNOWN_TOPIC_OR_PARTITION, or UNKNOWN_TOPIC_ID for a topic asked for by id
-// (v10+, KIP-516). A partition without a leader reports
-// LEADER_NOT_AVAILABLE. A topic named more than once is answered once, as
+// asks for every topic. A topic named more than once is answered once, as
 // Kafka reads the requested topics into a set; sluice keeps the order in
-// which they first appear.
+// which they first appear. A partition without a leader reports
+// LEADER_NOT_AVAILABLE.
+//
+// A requested topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION with
+// no partitions and no topic id, or INVALID_TOPIC_EXCEPTION if its name
+// breaks Kafka's rules (KafkaApis.getTopicMetadata); one asked for by id
+// (v10+, KIP-516) is UNKNOWN_TOPIC_ID. IsInternal is set by name, so
+// __consumer_offsets is internal even before it exists.
+//
+// Auto-creation follows Kafka 4.x (KRaft): when auto.create.topics.enable
+// is on and the request allows it (AllowAutoTopicCreation, v4+; always
+// before), each missing topic with a legal name is created with the
+// broker's defaults — __consumer_offsets and __transaction_state with the
+// settings their coordinators use — and the request that triggered the
+// creation is still answered UNKNOWN_TOPIC_OR_PARTITION without partitions
+// (AutoTopicCreationManager answers before the controller decides); the
+// topic shows on a later request, which every client sends after a short
+// backoff. A creation the controller refuses (say a replication factor
+// above the live brokers) is answered the same way and logged, as in Kafka
+// 4.x, where the refusal reaches only the broker's log; the next request
+// tries again. Unlike Kafka, sluice waits for the controller's decision
+// before answering, so the client's next request finds the topic committed
+// and applied on this broker rather than racing the creation.
 
 import (
 	"bytes"
@@ -31,37 +47,6 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.metadata()
 
-	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
-	topics := uniqueMetadataTopics(req.Topics)
-	if !allTopics && allowCreate && b.cfg.AutoCreateTopics {
-		var create []controller.CreateTopic
-		for _, rt := range topics {
-			if rt.Topic != nil && img.Topics[*rt.Topic] == nil {
-				create = append(create, controller.CreateTopic{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1})
-			}
-		}
-		if len(create) > 0 {
-			results := b.createTopics(ctx, create, false)
-			createErr := make(map[string]error)
-			for _, res := range results {
-				if res.Err != nil && errorCode(res.Err) != kerr.TopicAlreadyExists.Code {
-					createErr[res.Name] = res.Err
-					b.logger.Info("auto topic creation failed", "topic", res.Name, "err", res.Err)
-				}
-			}
-			img = b.metadata()
-			defer func() {
-				for i := range resp.Topics {
-					t := &resp.Topics[i]
-					if t.Topic != nil && createErr[*t.Topic] != nil {
-						t.ErrorCode = errorCode(createErr[*t.Topic])
-					}
-				}
-			}()
-		}
-	}
-
 	for _, br := range sortedBrokers(img) {
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: br.ID, Host: br.Host, Port: br.Port, Rack: rackPtr(br.Rack)})
 	}
@@ -69,13 +54,15 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.ctrl.ActiveControllerID()
 
-	if allTopics {
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range sortedTopics(img) {
 			resp.Topics = append(resp.Topics, metadataTopic(img, t))
 		}
 		return resp, nil
 	}
-	for _, rt := range topics {
+	allowCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	var create []string
+	for _, rt := range uniqueMetadataTopics(req.Topics) {
 		var t *controller.Topic
 		switch {
 		case rt.Topic != nil:
@@ -83,19 +70,64 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 		case rt.TopicID != [16]byte{}:
 			t = img.TopicsByID[rt.TopicID]
 		}
-		if t == nil {
-			mt := kmsg.NewMetadataResponseTopic()
-			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if rt.Topic == nil {
-				mt.ErrorCode = kerr.UnknownTopicID.Code
-			}
-			resp.Topics = append(resp.Topics, mt)
+		if t != nil {
+			resp.Topics = append(resp.Topics, metadataTopic(img, t))
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(img, t))
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+		switch {
+		case rt.Topic == nil:
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case controller.ValidateTopicName(*rt.Topic) != nil:
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+			mt.IsInternal = controller.IsInternalTopic(*rt.Topic)
+		default:
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			mt.IsInternal = controller.IsInternalTopic(*rt.Topic)
+			if allowCreate {
+				create = append(create, *rt.Topic)
+			}
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
+	b.autoCreateTopics(ctx, r, create)
 	return resp, nil
+}
+
+// autoCreateTopics has the controller create the named topics for a
+// Metadata request that allowed it, and returns once it has decided: the
+// internal topics as their coordinators create them, every other with the
+// broker's num.partitions and default.replication.factor. A topic created
+// meanwhile by someone else is fine; any other failure is only logged, as
+// the client's answer does not depend on it (see the file comment).
+func (b *Broker) autoCreateTopics(ctx context.Context, r *protocol.Request, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	clientID, _ := memberClient(r)
+	failed := func(name string, err error) {
+		if err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
+			b.logger.Warn("auto topic creation failed", "topic", name, "err", err, "client_id", clientID)
+		}
+	}
+	var create []controller.CreateTopic
+	for _, name := range names {
+		switch name {
+		case offsetsTopicName:
+			failed(name, b.ensureOffsetsTopic(ctx))
+		case txnStateTopicName:
+			failed(name, b.ensureTxnStateTopic(ctx))
+		default:
+			create = append(create, controller.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
+		}
+	}
+	if len(create) == 0 {
+		return
+	}
+	for _, res := range b.createTopics(ctx, create, false) {
+		failed(res.Name, res.Err)
+	}
 }
 
 // uniqueMetadataTopics returns the requested topics without repeats, in

@@ -203,10 +203,17 @@ func TestClusterAdminRequestsOnAnyBroker(t *testing.T) {
 	}
 
 	// Auto-creation in Metadata, InitProducerID and FindCoordinator, all
-	// of which need the controller.
-	if tp := topicOf(clusterMetadata(t, node, "auto-created"), "auto-created"); tp == nil {
-		t.Fatalf("Metadata on node %d did not auto-create the topic", id)
+	// of which need the controller. Metadata answers the request that
+	// creates the topic without it, as Kafka does, and shows it later.
+	if mt := clusterMetadata(t, node, "auto-created").Topics[0]; mt.ErrorCode != kerr.UnknownTopicOrPartition.Code || len(mt.Partitions) != 0 {
+		t.Fatalf("Metadata on node %d creating a topic: %v, %d partitions; want UNKNOWN_TOPIC_OR_PARTITION, none", id, kerr.ErrorForCode(mt.ErrorCode), len(mt.Partitions))
 	}
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		if topicOf(clusterMetadata(t, node, "auto-created"), "auto-created") == nil {
+			return fmt.Errorf("Metadata on node %d does not show the auto-created topic", id)
+		}
+		return nil
+	})
 	ip := kmsg.NewPtrInitProducerIDRequest()
 	ipResp, err := ip.RequestWith(ctx, node)
 	if err != nil {

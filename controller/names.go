@@ -29,8 +29,14 @@ var internalTopics = map[string]bool{
 // IsInternalTopic reports whether name is one of Kafka's internal topics.
 func IsInternalTopic(name string) bool { return internalTopics[name] }
 
-// validateTopicName checks Kafka's rules for a topic name, returning an
-// INVALID_TOPIC_EXCEPTION with Kafka's wording.
+// ValidateTopicName checks Kafka's rules for a topic name (Kafka's
+// Topic.validate), returning an INVALID_TOPIC_EXCEPTION with Kafka's
+// wording. Brokers check it before asking for a topic to be auto-created,
+// as Kafka's do, so that a client asking for an illegal name learns so
+// instead of waiting for a topic that never comes.
+func ValidateTopicName(name string) error { return validateTopicName(name) }
+
+// validateTopicName is ValidateTopicName.
 func validateTopicName(name string) error {
 	switch {
 	case name == "":
