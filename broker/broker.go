@@ -210,6 +210,8 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		"partitions", len(dir.Partitions()), "segments_scanned", rs.SegmentsScanned, "bytes_truncated", rs.BytesTruncated)
 
 	b.router = protocol.NewRouter(b.logger)
+	// ApiVersions v5 checks the cluster and node a client names (KIP-1242).
+	b.router.SetIdentity(func() (string, int32) { return b.ClusterID(), b.cfg.NodeID })
 	b.registerHandlers()
 	if installFaults != nil {
 		installFaults(b)

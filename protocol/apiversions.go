@@ -25,21 +25,99 @@ import (
 //
 // At v3+, a client software name or version that does not match Kafka's
 // pattern is answered INVALID_REQUEST with no keys, as Kafka does.
+//
+// v5 (KIP-1242, Kafka 4.4) adds the ClusterID and NodeID of the broker the
+// client believes it is connecting to, so that a connection routed to the
+// wrong broker or cluster (a stale address after a Kubernetes roll, a
+// misconfigured load balancer) is caught before it does harm. As in
+// Kafka's KafkaApis.handleApiVersionsRequest (clusterIdOrNodeIdIsInvalid):
+//
+//   - a null ClusterID with NodeID -1 is a bootstrapping client (Kafka's
+//     and franz-go's clients send ids only to a broker they learned from
+//     Metadata, never to a seed) and gets the table;
+//   - ClusterID and NodeID come together or not at all: one without the
+//     other is INVALID_REQUEST with no keys (what Kafka 4.4 answers to a
+//     NodeID without a ClusterID, franz-go #1449, found against the 4.4.0
+//     release candidate; kmsg's field documentation says the same of
+//     either half alone);
+//   - otherwise, if either differs from this listener's identity
+//     (SetIdentity), the answer is REBOOTSTRAP_REQUIRED with no keys
+//     (Kafka's getErrorResponse lists keys only with UNSUPPORTED_VERSION;
+//     the response has no error message field), and the client drops what
+//     it knows and bootstraps again. The connection stays open, as in
+//     Kafka; the client closes it.
+//
+// A router without an identity (the controller channel, whose clients are
+// this cluster's own brokers dialing a seed address and so never naming
+// ids; Kafka's check lives in the broker's KafkaApis), or whose identity
+// has no cluster id yet, skips the last check.
 
 // softwarePattern is Kafka's rule for ClientSoftwareName/Version (KIP-511):
 // alphanumerics, dots and dashes, starting and ending alphanumeric.
 var softwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
-// serveApiVersions answers a supported-version ApiVersions request.
+// SetIdentity gives the router the cluster id and node id its listener
+// answers for, which ApiVersions v5+ checks a client's against (KIP-1242).
+// id is called for each such request, so it may report a cluster id that
+// becomes known after serving starts; until then it returns "" and the
+// check is skipped. A nil id removes the check. The identity lives in the
+// ApiVersions route's handler, swapped under the routes' lock, so this may
+// be called at any time.
+func (r *Router) SetIdentity(id func() (clusterID string, nodeID int32)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.routes[apiVersionsKey]
+	rt.handler = r.serveApiVersions
+	if id != nil {
+		rt.handler = func(_ context.Context, req *Request) (kmsg.Response, error) {
+			return r.answerApiVersions(req, id)
+		}
+	}
+	r.routes[apiVersionsKey] = rt
+}
+
+// serveApiVersions answers a supported-version ApiVersions request on a
+// router without an identity.
 func (r *Router) serveApiVersions(_ context.Context, req *Request) (kmsg.Response, error) {
+	return r.answerApiVersions(req, nil)
+}
+
+// answerApiVersions answers a supported-version ApiVersions request,
+// checking v5's ids against id when it is not nil.
+func (r *Router) answerApiVersions(req *Request, id func() (string, int32)) (kmsg.Response, error) {
 	in := req.Body.(*kmsg.ApiVersionsRequest)
 	resp := in.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if in.Version >= 3 && (!softwarePattern.MatchString(in.ClientSoftwareName) || !softwarePattern.MatchString(in.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	if in.Version >= 5 {
+		if (in.ClusterID == nil) != (in.NodeID == -1) {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+		if in.ClusterID != nil && id != nil && r.misrouted(req, id, *in.ClusterID, in.NodeID) {
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return resp, nil
+		}
+	}
 	resp.ApiKeys = r.Versions()
 	return resp, nil
+}
+
+// misrouted reports whether the cluster and node a client named in
+// ApiVersions v5 are not this listener's. It logs a mismatch at Debug, as
+// Kafka logs it at trace: the client rebootstraps and finds the right
+// broker, and a client's stale address is no fault of this broker.
+func (r *Router) misrouted(req *Request, id func() (string, int32), clusterID string, nodeID int32) bool {
+	ours, ourNode := id()
+	if ours == "" || (clusterID == ours && nodeID == ourNode) {
+		return false
+	}
+	attrs := append(r.attrs(req.Conn, req.Header, true, nil),
+		"named_cluster_id", clusterID, "named_node_id", nodeID, "cluster_id", ours, "node_id", ourNode)
+	r.logger.Debug("protocol: ApiVersions names another cluster or node, answering REBOOTSTRAP_REQUIRED", attrs...)
+	return true
 }
 
 // apiVersionsFallback is the KIP-511 answer to an ApiVersions request at a

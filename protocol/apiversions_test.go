@@ -2,7 +2,11 @@ package protocol
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,4 +134,115 @@ func TestApiVersionsClientDowngrade(t *testing.T) {
 		t.Fatalf("got v%d with error %d", resp.Version, resp.ErrorCode)
 	}
 	sameKeys(t, resp.ApiKeys, r.Versions())
+}
+
+// apiVersionsV5 serves an ApiVersions v5 request naming clusterID and
+// nodeID and returns the error code and the number of keys answered.
+func apiVersionsV5(t *testing.T, r *Router, clusterID *string, nodeID int32) (int16, int) {
+	t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 5
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "sluice-test", "0.1.0"
+	req.ClusterID, req.NodeID = clusterID, nodeID
+	out, err := r.Serve(context.Background(), &ConnInfo{ID: 1}, requestFrame(req, 9, kmsg.StringPtr("c")))
+	if err != nil {
+		t.Fatalf("ApiVersions v5: connection closed: %v", err)
+	}
+	_, resp := decodeResponse(t, out, 18, 5, 5)
+	av := resp.(*kmsg.ApiVersionsResponse)
+	return av.ErrorCode, len(av.ApiKeys)
+}
+
+// TestApiVersionsV5Identity: KIP-1242's check against the identity the
+// broker gave the router, and no check without one.
+func TestApiVersionsV5Identity(t *testing.T) {
+	r := testRouter(t)
+	all := len(r.Versions())
+	cluster, other := "c-1", "c-2"
+	check := func(what string, clusterID *string, nodeID int32, wantCode int16) {
+		t.Helper()
+		code, keys := apiVersionsV5(t, r, clusterID, nodeID)
+		wantKeys := all
+		if wantCode != 0 {
+			wantKeys = 0
+		}
+		if code != wantCode || keys != wantKeys {
+			t.Errorf("%s: %v with %d keys, want %v with %d", what, kerr.ErrorForCode(code), keys, kerr.ErrorForCode(wantCode), wantKeys)
+		}
+	}
+	// No identity (the controller channel): only the pairing is checked.
+	check("no identity, named ids", &other, 9, 0)
+	check("no identity, node without cluster", nil, 9, kerr.InvalidRequest.Code)
+
+	var known string // the cluster id, once the broker knows it
+	r.SetIdentity(func() (string, int32) { return known, 4 })
+	check("identity without a cluster id yet", &other, 9, 0)
+	known = cluster
+	check("bootstrapping", nil, -1, 0)
+	check("right ids", &cluster, 4, 0)
+	check("other cluster", &other, 4, kerr.RebootstrapRequired.Code)
+	check("other node", &cluster, 5, kerr.RebootstrapRequired.Code)
+	check("node without cluster", nil, 4, kerr.InvalidRequest.Code)
+	check("cluster without node", &cluster, -1, kerr.InvalidRequest.Code)
+	r.SetIdentity(nil)
+	check("identity removed", &other, 4, 0)
+}
+
+// TestApiVersionsV5RealClient: franz-go names the cluster and node it
+// learned from Metadata when it connects to a discovered broker; with the
+// right identity it gets the table and its request through.
+func TestApiVersionsV5RealClient(t *testing.T) {
+	const cluster, node = "c-real", int32(7)
+	r := NewRouter(quietLogger(t))
+	r.SetIdentity(func() (string, int32) { return cluster, node })
+	var mu sync.Mutex
+	var named []string
+	r.Hook = func(req *Request) (kmsg.Response, error, bool) {
+		if av, ok := req.Body.(*kmsg.ApiVersionsRequest); ok && av.Version >= 5 && av.ClusterID != nil {
+			mu.Lock()
+			named = append(named, fmt.Sprintf("%s/%d", *av.ClusterID, av.NodeID))
+			mu.Unlock()
+		}
+		return nil, nil, false
+	}
+	var host string
+	var port int32
+	r.Register(3, 0, 12, func(_ context.Context, req *Request) (kmsg.Response, error) {
+		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
+		resp.ClusterID = kmsg.StringPtr(cluster)
+		resp.ControllerID = node
+		mu.Lock()
+		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: node, Host: host, Port: port}}
+		mu.Unlock()
+		return resp, nil
+	})
+	_, addr := startServer(t, r, nil)
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, _ := strconv.Atoi(p)
+	mu.Lock()
+	host, port = h, int32(pn)
+	mu.Unlock()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	// A request to broker 7 opens its own connection, named with both ids.
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(node))); err != nil {
+		t.Fatalf("request through discovered broker %d: %v", node, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(named, fmt.Sprintf("%s/%d", cluster, node)) {
+		t.Fatalf("franz-go named %v in ApiVersions v5, want %s/%d", named, cluster, node)
+	}
 }
