@@ -37,10 +37,11 @@ type system interface {
 // node is one broker of a cluster: its id, its client address, and how to
 // start its process again with the same configuration and data directory.
 type node struct {
-	id    int32
-	addr  string
-	proc  *proc                 // nil while stopped
-	spawn func() (*proc, error) // starts the node's process, returning at once
+	id      int32
+	addr    string
+	dataDir string                // the node's log dir: <topic>-<partition>/ directories of segments
+	proc    *proc                 // nil while stopped
+	spawn   func() (*proc, error) // starts the node's process, returning at once
 }
 
 // cluster is a running set of nodes of one system.

@@ -12,7 +12,9 @@ import (
 )
 
 // TestSmoke runs the harness in -quick mode and checks that every workload
-// produced a number on every system that ran; it asserts no time. It is
+// produced a number on every system that ran, and that the bytes each
+// produce workload sent landed in every node's segments; it asserts no
+// time. It is
 // skipped unless SLUICE_BENCH_SMOKE=1 (scripts/test-all.sh sets it), since
 // it starts real clusters. SLUICE_BENCH_SYSTEMS picks the systems (default
 // kafka,sluice: about a minute and a half on 2 cores, most of it Kafka's
@@ -48,6 +50,24 @@ func TestSmoke(t *testing.T) {
 		for _, m := range metrics {
 			if _, ok := res.get(m.key, sys); !ok {
 				t.Errorf("%s: no figure for %q", sys, m.key)
+			}
+		}
+	}
+	// The bytes-on-disk check (landed.go) ran after every workload that
+	// produces, and agreed; a disagreement is also in res.errs.
+	for _, sys := range cfg.systems {
+		for _, w := range []string{landedProduce, landedLatency, landedConsume} {
+			n := 0
+			for _, row := range res.bytes {
+				if row.system == sys && row.workload == w {
+					n++
+					if row.err != nil {
+						t.Errorf("%s %s: %v", sys, w, row.err)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s %s: %d bytes-on-disk checks, want 1", sys, w, n)
 			}
 		}
 	}

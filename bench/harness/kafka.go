@@ -71,7 +71,7 @@ func (k *kafkaSystem) prepare(ctx context.Context, nodeDir, clusterID, voters st
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kafka-storage.sh format for node %d: %w\n%s", kn.id, err, out)
 	}
-	nd := &node{id: kn.id, addr: fmt.Sprintf("127.0.0.1:%d", kn.client)}
+	nd := &node{id: kn.id, addr: fmt.Sprintf("127.0.0.1:%d", kn.client), dataDir: logDir}
 	nd.spawn = func() (*proc, error) {
 		return spawn(k.script("kafka-server-start.sh"), []string{propsPath}, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
 	}

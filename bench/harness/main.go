@@ -9,6 +9,18 @@
 // Kafka, sluice, sluice / Kafka, the goal — and draws the ratios
 // as a PNG chart.
 //
+// Every record's value is -record-size bytes of its own, cut from a pool
+// of random bytes (values.go), and the producers compress their batches
+// with -compression, snappy by default (franz-go's default, so the
+// brokers validate compressed batches as they would for most clients);
+// since no value repeats, the codec saves nothing and every byte a
+// throughput figure counts reaches the brokers' disks. After each
+// workload that produces (1, 2 and 3's write) the harness checks this: it
+// prints the bytes sent (uncompressed) next to the growth of each node's
+// segment files for the topic, and fails the workload when they disagree
+// by more than 2% (landed.go). The exit status is 1 when a workload
+// failed.
+//
 //	go run ./bench/harness                     # everything, both systems (~9 min on 2 cores)
 //	go run ./bench/harness -quick              # a smoke run of everything (~1.5 min, most of it Kafka's JVMs)
 //	go run ./bench/harness -systems sluice -workloads produce -sluice-cpu-profile /tmp/prof
@@ -22,7 +34,7 @@
 //	memory    7: each broker's RSS (VmRSS) once the cluster is idle, and its
 //	          peak (VmHWM) after workload 1; the table shows the largest node.
 //	produce   1: producer throughput, acks=all, RF 3, min.insync.replicas=2,
-//	          12 partitions, 1 KiB random values, for -produce-time after
+//	          12 partitions, 1 KiB incompressible values, for -produce-time after
 //	          -warmup of the same load untimed (a JVM compiles its hot
 //	          paths first; sluice gets the same).
 //	latency   2: produce latency p50 / p99 / p99.9 at a fixed rate, each
@@ -54,7 +66,8 @@
 // sluice's job.
 //
 // This is a measuring tool: its smoke test (harness_test.go) asserts only
-// that every workload produced a number, never a time. On a shared machine
+// that every workload produced a number and that the bytes-on-disk check
+// passed, never a time. On a shared machine
 // the figures move with whatever else runs; compare ratios from one run.
 package main
 
@@ -93,10 +106,10 @@ type config struct {
 	chartPath       string
 	sluiceBin       string
 	cpuProfileDir   string
-	// compression is the producers' batch codec. The default is
-	// franz-go's own (snappy); with one random value repeated in every
-	// record that makes batches very compressible, so "none" is the
-	// honest measure of what the broker costs per byte.
+	// compression is the producers' batch codec: franz-go's default,
+	// snappy, unless set. The values are incompressible (values.go), so
+	// it changes what the client and the brokers spend on the codec, not
+	// the bytes that reach the disks.
 	compression string
 }
 
@@ -121,7 +134,7 @@ func parseFlags(args []string) (*config, error) {
 	workloads := fs.String("workloads", "all", "workloads to run: all or a comma list of "+strings.Join(workloadNames, ", "))
 	fs.BoolVar(&cfg.quick, "quick", false, "smoke mode: short durations and small volumes (every flag below that is not set)")
 	fs.IntVar(&cfg.recordSize, "record-size", 1024, "record value size in bytes")
-	fs.StringVar(&cfg.compression, "compression", "snappy", "producer batch compression: none, snappy (franz-go's default), lz4, zstd or gzip")
+	fs.StringVar(&cfg.compression, "compression", "snappy", "producer batch compression: none, snappy (franz-go's default), lz4, zstd or gzip; the values are incompressible either way")
 	fs.DurationVar(&cfg.warmup, "warmup", 5*time.Second, "workload 1: how long to produce, untimed, before timing (a JVM compiles its hot paths)")
 	fs.DurationVar(&cfg.produceTime, "produce-time", 20*time.Second, "workload 1: how long to produce")
 	fs.DurationVar(&cfg.latencyTime, "latency-time", 20*time.Second, "workload 2: how long to produce at the fixed rate")
@@ -209,6 +222,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		os.Exit(1)
 	}
+	if res.failed() {
+		// A workload that failed, or whose bytes did not land, makes the
+		// table incomplete or wrong: say so in the exit status.
+		fmt.Fprintln(os.Stderr, "harness: workloads failed (see FAILED above)")
+		os.Exit(1)
+	}
 }
 
 // run builds what it needs, then runs the workloads against each system in
@@ -262,11 +281,14 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*results, error) {
 	}
 
 	res := newResults()
+	// Both systems are sent the same values in the same order.
+	values := newValuePool(cfg.recordSize)
 	for _, sys := range systems {
 		if ctx.Err() != nil {
 			break
 		}
-		r := &runner{cfg: cfg, sys: sys, res: res, dir: workDir + "/" + sys.name(), logf: func(format string, args ...any) {
+		values.next.Store(0)
+		r := &runner{cfg: cfg, sys: sys, res: res, values: values, dir: workDir + "/" + sys.name(), logf: func(format string, args ...any) {
 			logf("[%s] %s", sys.name(), fmt.Sprintf(format, args...))
 		}}
 		start := time.Now()

@@ -51,6 +51,7 @@ type results struct {
 	values map[string]map[string]float64 // metric key → system → value
 	errs   []string                      // workloads that failed, with why
 	notes  []string                      // details worth keeping with the table
+	bytes  []bytesRow                    // the bytes-on-disk check of each produce workload
 }
 
 func newResults() *results {
@@ -80,6 +81,20 @@ func (r *results) fail(system, workload string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.errs = append(r.errs, fmt.Sprintf("%s %s: %v", system, workload, err))
+}
+
+// addBytes records a row of the bytes-on-disk table.
+func (r *results) addBytes(row bytesRow) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bytes = append(r.bytes, row)
+}
+
+// failed reports whether a workload failed.
+func (r *results) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.errs) > 0
 }
 
 // note records a line printed under the table.
@@ -127,7 +142,8 @@ func (m metric) goalText() string {
 }
 
 // writeTable prints the table (Markdown) — workload, Kafka, sluice, ratio, goal — for
-// the rows whose workload ran, then the notes and the failures.
+// the rows whose workload ran, then the bytes-on-disk table, the notes and
+// the failures.
 func (r *results) writeTable(w io.Writer, ran map[string]bool, scalePartitions int) {
 	// A Markdown table, so that it can be pasted into a note as it is.
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
@@ -157,6 +173,8 @@ func (r *results) writeTable(w io.Writer, ran map[string]bool, scalePartitions i
 		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", rowLabel(m, scalePartitions), m.unit, cell("kafka"), cell("sluice"), ratio, goal)
 	}
 	tw.Flush()
+	r.writeBytesTable(w)
+	fmt.Fprintln(w)
 	for _, n := range r.notes {
 		fmt.Fprintln(w, "note:", n)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,13 +31,17 @@ const stopTimeout = 3 * time.Minute
 
 // runner runs the workloads against one system.
 type runner struct {
-	cfg   *config
-	sys   system
-	res   *results
-	dir   string // this system's part of the work directory
-	logf  func(string, ...any)
-	c     *cluster // the running three-node cluster
-	value []byte   // the record value every workload sends
+	cfg    *config
+	sys    system
+	res    *results
+	dir    string // this system's part of the work directory
+	logf   func(string, ...any)
+	c      *cluster   // the running three-node cluster
+	values *valuePool // the record values every workload sends
+	// ledgers count the bytes each topic was sent, for the
+	// bytes-on-disk check (landed.go); every client carries them as a
+	// hook.
+	ledgers ledgers
 }
 
 // set records a figure of this system.
@@ -51,9 +54,6 @@ func (r *runner) set(key string, v float64) {
 // for, stops it, then runs the single-node cold start.
 func (r *runner) runAll(ctx context.Context) {
 	w := r.cfg.workloads
-	r.value = make([]byte, r.cfg.recordSize)
-	// Random values: a compressible payload would measure a codec.
-	rand.Read(r.value)
 
 	if slices.ContainsFunc(workloadNames, func(n string) bool { return n != "coldstart" && w[n] }) {
 		r.logf("starting a %d-node cluster", clusterNodes)
@@ -173,6 +173,7 @@ func (r *runner) client(opts ...kgo.Opt) (*kgo.Client, error) {
 		kgo.SeedBrokers(r.c.addrs()...),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.ProducerBatchCompression(codec),
+		kgo.WithHooks(&r.ledgers),
 	}, opts...)...)
 }
 

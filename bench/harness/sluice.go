@@ -52,7 +52,7 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int) (*cl
 		if s.cpuProfileDir != "" {
 			args = append(args, "--cpu-profile", filepath.Join(s.cpuProfileDir, fmt.Sprintf("node-%d.prof", id)))
 		}
-		nd := &node{id: id, addr: addr(ports[3*i])}
+		nd := &node{id: id, addr: addr(ports[3*i]), dataDir: filepath.Join(nodeDir, "data")}
 		nd.spawn = func() (*proc, error) {
 			return spawn(s.bin, args, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
 		}
@@ -77,7 +77,7 @@ func (s *sluiceSystem) startSingle(ctx context.Context, dir string) (*node, erro
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		return nil, err
 	}
-	nd := &node{id: 1, addr: fmt.Sprintf("127.0.0.1:%d", ports[0])}
+	nd := &node{id: 1, addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), dataDir: filepath.Join(dir, "data")}
 	args := []string{
 		"--override", "log.dirs=" + filepath.Join(dir, "data"),
 		"--override", "listeners=PLAINTEXT://" + nd.addr,

@@ -27,8 +27,12 @@ func (r *runner) consumeThroughput(ctx context.Context) error {
 		return err
 	}
 	r.logf("producing %.0f MiB to read back", r.mib(want))
-	if _, _, err := r.produceMax(ctx, consumeTopic, 0, want); err != nil {
+	written, _, err := r.produceMax(ctx, consumeTopic, 0, want)
+	if err != nil {
 		return fmt.Errorf("write %s: %w", consumeTopic, err)
+	}
+	if err := r.checkLanded(ctx, landedConsume, consumeTopic, written); err != nil {
+		return err
 	}
 	if have, err := r.topicRecords(ctx, consumeTopic); err != nil {
 		return err
@@ -155,7 +159,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	// The consumer resolves "the end" at its first fetch; warm up until a
 	// record sent after that arrives.
 	err = poll(ctx, time.Minute, 0, func() error {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte("warm-up"), Value: r.value}).FirstErr(); err != nil {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte("warm-up"), Value: r.values.value()}).FirstErr(); err != nil {
 			return err
 		}
 		select {
@@ -173,7 +177,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	for i := range r.cfg.e2eRecords {
 		key := strconv.Itoa(i)
 		sent := time.Now()
-		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: r.value}).FirstErr(); err != nil {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: r.values.value()}).FirstErr(); err != nil {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
 		for a := range wait(ctx, arrivals, 30*time.Second) {

@@ -52,7 +52,7 @@ func (r *runner) failoverOnce(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	defer prod.Close()
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: r.value}).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: r.values.value()}).FirstErr(); err != nil {
 		return 0, fmt.Errorf("produce before the kill: %w", err)
 	}
 	leader, err := leaderOf(ctx, r.c.addrs()[0], failoverTopic)
@@ -68,7 +68,7 @@ func (r *runner) failoverOnce(ctx context.Context) (time.Duration, error) {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
-		err := prod.ProduceSync(pctx, &kgo.Record{Value: r.value}).FirstErr()
+		err := prod.ProduceSync(pctx, &kgo.Record{Value: r.values.value()}).FirstErr()
 		if err == nil {
 			break
 		}
@@ -251,7 +251,7 @@ func (r *runner) coldStart(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d, err := firstAck(ctx, nd, r.value)
+		d, err := firstAck(ctx, nd, r.values.value())
 		if serr := nd.proc.stop(time.Minute); err == nil {
 			err = serr
 		}

@@ -54,13 +54,18 @@ func (r *runner) memory(key, what string, pick func(rss, peak int64) int64) erro
 // produceThroughput is workload 1: as many 1 KiB records as the client can
 // send for -produce-time, acks=all, after -warmup of the same untimed.
 func (r *runner) produceThroughput(ctx context.Context) error {
+	var warm int64
 	if r.cfg.warmup > 0 {
-		if _, _, err := r.produceMax(ctx, produceTopic, r.cfg.warmup, 0); err != nil {
+		var err error
+		if warm, _, err = r.produceMax(ctx, produceTopic, r.cfg.warmup, 0); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	n, elapsed, err := r.produceMax(ctx, produceTopic, r.cfg.produceTime, 0)
 	if err != nil {
+		return err
+	}
+	if err := r.checkLanded(ctx, landedProduce, produceTopic, warm+n); err != nil {
 		return err
 	}
 	r.set("produce_mibs", r.mib(n)/elapsed.Seconds())
@@ -99,7 +104,7 @@ func (r *runner) produceMax(ctx context.Context, topic string, d time.Duration, 
 			break
 		}
 		// Produce blocks while the client's buffer is full.
-		cl.Produce(ctx, &kgo.Record{Value: r.value}, done)
+		cl.Produce(ctx, &kgo.Record{Value: r.values.value()}, done)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return 0, 0, err
@@ -157,7 +162,7 @@ func (r *runner) produceLatency(ctx context.Context) error {
 		due := min(total, int(time.Since(start)/interval)+1)
 		for ; i < due; i++ {
 			intended := start.Add(time.Duration(i) * interval)
-			cl.Produce(ctx, &kgo.Record{Value: r.value}, func(_ *kgo.Record, err error) {
+			cl.Produce(ctx, &kgo.Record{Value: r.values.value()}, func(_ *kgo.Record, err error) {
 				if err != nil {
 					failed.add(err)
 					return
@@ -176,6 +181,9 @@ func (r *runner) produceLatency(ctx context.Context) error {
 		return err
 	}
 	if err := failed.err(); err != nil {
+		return err
+	}
+	if err := r.checkLanded(ctx, landedLatency, produceTopic, int64(len(samples))); err != nil {
 		return err
 	}
 	slices.Sort(samples)
