@@ -4,12 +4,15 @@ package broker
 //
 // The cluster id, the active controller and the brokers of the metadata
 // image; fenced brokers are included only when asked (v2,
-// IncludeFencedBrokers, KIP-1073). EndpointType (v1) 1 asks for brokers; 2
-// (controllers, KIP-919) is answered with UNSUPPORTED_ENDPOINT_TYPE because
-// sluice's controllers are reached through the brokers.
+// IncludeFencedBrokers, KIP-1073). EndpointType (v1) 1 asks for brokers.
+// As Kafka's broker answers (AuthHelper.computeDescribeClusterResponse), 2
+// (controllers, KIP-919) is MISMATCHED_ENDPOINT_TYPE, since this is a broker
+// endpoint (sluice's controllers are reached through the brokers), and any
+// other type UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message.
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,14 +22,28 @@ import (
 	"github.com/sluicedev/sluice/protocol"
 )
 
+// DescribeCluster's endpoint types (KIP-919).
+const (
+	endpointBroker     = 1
+	endpointController = 2
+)
+
 func (b *Broker) handleDescribeCluster(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.EndpointType = req.EndpointType
-	if req.Version >= 1 && req.EndpointType != 1 {
-		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+	if req.Version >= 1 && req.EndpointType != endpointBroker {
+		var msg string
+		if req.EndpointType == endpointController {
+			resp.ErrorCode = kerr.MismatchedEndpointType.Code
+			msg = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		} else {
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			msg = fmt.Sprintf("Unsupported endpoint type %d", req.EndpointType)
+		}
+		resp.ErrorMessage = &msg
 		return resp, nil
 	}
+	resp.EndpointType = endpointBroker
 	img := b.metadata()
 	resp.ClusterID = img.ClusterID
 	resp.ControllerID = b.ctrl.ActiveControllerID()

@@ -1,0 +1,212 @@
+package broker_test
+
+// Error paths compared with Kafka's: each test sends the request a client
+// (or a confused one) sends and checks the error code Kafka 4.x answers,
+// on one connection so that no client-side retry or routing hides it.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// codeName names an error code for a failure message.
+func codeName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	return kerr.ErrorForCode(code).Error()
+}
+
+// TestDescribeClusterEndpointTypes: a controller endpoint type sent to a
+// broker is MISMATCHED_ENDPOINT_TYPE and an unknown one
+// UNSUPPORTED_ENDPOINT_TYPE, as Kafka's AuthHelper answers (KIP-919).
+func TestDescribeClusterEndpointTypes(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	for _, tc := range []struct {
+		endpointType int8
+		want         int16
+	}{
+		{1, 0},
+		{2, kerr.MismatchedEndpointType.Code},
+		{0, kerr.UnsupportedEndpointType.Code},
+		{5, kerr.UnsupportedEndpointType.Code},
+	} {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version = 1
+		req.EndpointType = tc.endpointType
+		_, r := c.do(req)
+		resp := r.(*kmsg.DescribeClusterResponse)
+		if resp.ErrorCode != tc.want {
+			t.Errorf("endpoint type %d: %s, want %s", tc.endpointType, codeName(resp.ErrorCode), codeName(tc.want))
+		}
+		if tc.want != 0 && (resp.ErrorMessage == nil || *resp.ErrorMessage == "") {
+			t.Errorf("endpoint type %d: no error message", tc.endpointType)
+		}
+	}
+}
+
+// TestDescribeTransactionsEmptyID: an empty transactional id is
+// INVALID_REQUEST, as Kafka's TransactionCoordinator answers it, not
+// TRANSACTIONAL_ID_NOT_FOUND.
+func TestDescribeTransactionsEmptyID(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	findTxnCoordinator(t, c, "never-used")
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{"", "never-used"}
+	_, r := c.do(req)
+	resp := r.(*kmsg.DescribeTransactionsResponse)
+	want := []int16{kerr.InvalidRequest.Code, kerr.TransactionalIDNotFound.Code}
+	if len(resp.TransactionStates) != len(want) {
+		t.Fatalf("%d answers, want %d", len(resp.TransactionStates), len(want))
+	}
+	for i, st := range resp.TransactionStates {
+		if st.ErrorCode != want[i] {
+			t.Errorf("id %q: %s, want %s", st.TransactionalID, codeName(st.ErrorCode), codeName(want[i]))
+		}
+	}
+}
+
+// findTxnCoordinator asks FindCoordinator for id until it has an answer,
+// so that __transaction_state exists and this node coordinates id.
+func findTxnCoordinator(t *testing.T, c *rawConn, id string) {
+	t.Helper()
+	for range 100 {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = 3
+		req.CoordinatorType = 1
+		req.CoordinatorKey = id
+		_, r := c.do(req)
+		if r.(*kmsg.FindCoordinatorResponse).ErrorCode == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no transaction coordinator")
+}
+
+// TestFindCoordinatorEmptyTransactionalID: Kafka's FindCoordinator finds
+// the coordinator of any key, the empty transactional id included (it is
+// InitProducerId that refuses an empty id).
+func TestFindCoordinatorEmptyTransactionalID(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	var last *kmsg.FindCoordinatorResponse
+	for range 100 { // the first asks create __transaction_state
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = 4
+		req.CoordinatorType = 1
+		req.CoordinatorKeys = []string{""}
+		_, r := c.do(req)
+		last = r.(*kmsg.FindCoordinatorResponse)
+		if len(last.Coordinators) == 1 && last.Coordinators[0].ErrorCode != kerr.CoordinatorNotAvailable.Code {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(last.Coordinators) != 1 {
+		t.Fatalf("%d coordinators", len(last.Coordinators))
+	}
+	if co := last.Coordinators[0]; co.ErrorCode != 0 || co.NodeID != 1 {
+		t.Fatalf("empty transactional id: %s, node %d; want the coordinator", codeName(co.ErrorCode), co.NodeID)
+	}
+}
+
+// joinAlone makes one member join group with JoinGroup v5 and returns its
+// member id: the group, with the initial rebalance delay off, is then
+// CompletingRebalance at generation 1 until the member sends SyncGroup.
+func joinAlone(t *testing.T, c *rawConn, group string) string {
+	t.Helper()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version = 5
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = group, 30000, 60000
+	join.ProtocolType = "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+	for range 100 { // COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR while __consumer_offsets starts
+		_, r := c.do(join)
+		resp := r.(*kmsg.JoinGroupResponse)
+		switch {
+		case resp.ErrorCode == kerr.MemberIDRequired.Code:
+			join.MemberID = resp.MemberID
+		case resp.ErrorCode == 0:
+			if resp.Generation != 1 {
+				t.Fatalf("join: generation %d", resp.Generation)
+			}
+			return resp.MemberID
+		case kerr.IsRetriable(kerr.ErrorForCode(resp.ErrorCode)):
+		default:
+			t.Fatalf("join: %s", codeName(resp.ErrorCode))
+		}
+		findGroupCoordinator(t, c, group)
+	}
+	t.Fatal("join: no answer")
+	return ""
+}
+
+// findGroupCoordinator asks FindCoordinator for group until it has an
+// answer, so that __consumer_offsets exists.
+func findGroupCoordinator(t *testing.T, c *rawConn, group string) {
+	t.Helper()
+	for range 100 {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = 3
+		req.CoordinatorKey = group
+		_, r := c.do(req)
+		if r.(*kmsg.FindCoordinatorResponse).ErrorCode == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no group coordinator")
+}
+
+// offsetCommitCode sends one OffsetCommit of codes-t partition 0 at version
+// v and returns the partition's error code.
+func offsetCommitCode(t *testing.T, c *rawConn, v int16, group, member string, generation int32) int16 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = v
+	req.Group, req.MemberID, req.Generation = group, member, generation
+	p := kmsg.NewOffsetCommitRequestTopicPartition()
+	p.Offset = 1
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "codes-t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{p}}}
+	_, r := c.do(req)
+	return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// TestOffsetCommitErrorOrder: a classic group's commit checks the member
+// and the generation before the group's state, as Kafka's
+// ClassicGroup.validateOffsetCommit does, so a commit of an unknown member
+// or of another generation while the group is CompletingRebalance is
+// UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION (telling the client to reset or
+// rejoin), and only a current member hears REBALANCE_IN_PROGRESS. A
+// member's commit to a group that does not exist is GROUP_ID_NOT_FOUND from
+// v9 and ILLEGAL_GENERATION before (Kafka's OffsetMetadataManager).
+func TestOffsetCommitErrorOrder(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	member := joinAlone(t, c, "completing")
+	for _, tc := range []struct {
+		name       string
+		v          int16
+		group      string
+		member     string
+		generation int32
+		want       int16
+	}{
+		{"current member", 8, "completing", member, 1, kerr.RebalanceInProgress.Code},
+		{"unknown member", 8, "completing", "ghost", 1, kerr.UnknownMemberID.Code},
+		{"other generation", 8, "completing", member, 7, kerr.IllegalGeneration.Code},
+		{"missing group v8", 8, "missing", "m", 3, kerr.IllegalGeneration.Code},
+		{"missing group v9", 9, "missing", "m", 3, kerr.GroupIDNotFound.Code},
+	} {
+		if got := offsetCommitCode(t, c, tc.v, tc.group, tc.member, tc.generation); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, codeName(got), codeName(tc.want))
+		}
+	}
+}
