@@ -10,9 +10,10 @@ package broker
 // The coordinator of a transactional id (key type 1) is the leader of its
 // partition of __transaction_state, found the same way (txn.PartitionFor),
 // the topic created on first use with transaction.state.log.* settings
-// (txn.go). A partition without a leader is COORDINATOR_NOT_AVAILABLE; an
-// empty transactional id is INVALID_REQUEST. v4+ (KIP-699) batches keys and
-// answers per key.
+// (txn.go). A partition without a leader is COORDINATOR_NOT_AVAILABLE. Any
+// key has a coordinator, the empty one included, as in Kafka's
+// KafkaApis.getCoordinator (InitProducerId, not FindCoordinator, refuses an
+// empty transactional id). v4+ (KIP-699) batches keys and answers per key.
 
 import (
 	"context"
@@ -53,8 +54,6 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 		c.NodeID, c.Port = -1, -1
 		switch {
 		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
-			c.ErrorCode = kerr.InvalidRequest.Code
-		case req.CoordinatorType == 1 && key == "":
 			c.ErrorCode = kerr.InvalidRequest.Code
 		case createErr != nil:
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -6,7 +6,9 @@ package broker
 // epoch, timeout, start time (-1 when no transaction runs) and the
 // partitions of the running transaction. An id of another coordinator is
 // NOT_COORDINATOR (kafka-transactions.sh asks each id's coordinator), an
-// unknown one TRANSACTIONAL_ID_NOT_FOUND.
+// unknown one TRANSACTIONAL_ID_NOT_FOUND, the empty id INVALID_REQUEST (as
+// Kafka's TransactionCoordinator.handleDescribeTransactions answers it,
+// wherever its coordinator is).
 
 import (
 	"context"

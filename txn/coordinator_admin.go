@@ -22,8 +22,14 @@ type Description struct {
 
 // Describe describes transactionalID: NOT_COORDINATOR or
 // COORDINATOR_LOAD_IN_PROGRESS when this node cannot say,
-// TRANSACTIONAL_ID_NOT_FOUND for an unknown id.
+// TRANSACTIONAL_ID_NOT_FOUND for an unknown id, INVALID_REQUEST for the
+// empty id.
 func (c *Coordinator) Describe(transactionalID string) Description {
+	if transactionalID == "" {
+		// Kafka's TransactionCoordinator refuses the empty id before
+		// it looks for its coordinator.
+		return Description{ErrorCode: kerr.InvalidRequest.Code, ProducerID: -1, Epoch: -1, StartMs: -1}
+	}
 	_, e, code := c.lookup(transactionalID)
 	if code == 0 && e == nil {
 		code = kerr.TransactionalIDNotFound.Code
