@@ -6,8 +6,11 @@ package broker
 // group's partition of __consumer_offsets and the commit is answered once
 // they are committed there (acks=-1). A member must be of the group's
 // current generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-// REBALANCE_IN_PROGRESS while assignments are handed out); a simple consumer
-// (generation -1) may commit while the group has no members. v1 retention
+// REBALANCE_IN_PROGRESS while assignments are handed out, checked in that
+// order as Kafka's ClassicGroup.validateOffsetCommit does); a simple consumer
+// (generation -1) may commit while the group has no members. A member's
+// commit to a group that does not exist is ILLEGAL_GENERATION, and from v9
+// GROUP_ID_NOT_FOUND (Kafka's OffsetMetadataManager). v1 retention
 // fields are ignored (offsets.retention.minutes applies). v6+ keeps the
 // leader epoch (KIP-320), v7+ checks group.instance.id (KIP-345), v10 names
 // topics by id (KIP-848's topic ids). In a KIP-848 consumer group the

@@ -49,7 +49,14 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	if len(todo) == 0 {
 		return resp
 	}
-	g, code := c.commitGroup(req.Group, req.Generation)
+	// A member's commit to a missing group: from v9, which serves both
+	// group protocols, GROUP_ID_NOT_FOUND; before, ILLEGAL_GENERATION
+	// (Kafka's OffsetMetadataManager.validateOffsetCommit).
+	missing := kerr.IllegalGeneration.Code
+	if req.Version >= 9 {
+		missing = kerr.GroupIDNotFound.Code
+	}
+	g, code := c.commitGroup(req.Group, req.Generation, missing)
 	if code != 0 {
 		return setAll(code)
 	}
@@ -117,8 +124,8 @@ func (c *Coordinator) checkCommitPartition(info TopicInfo, known bool, partition
 // commitGroup returns the group an offset commit names, created when the
 // commit's generation is -1 (a simple consumer, or an older transactional
 // client) and it does not exist; otherwise the code every partition of the
-// commit is answered with.
-func (c *Coordinator) commitGroup(name string, generation int32) (*group, int16) {
+// commit is answered with: missing for a group that does not exist.
+func (c *Coordinator) commitGroup(name string, generation int32, missing int16) (*group, int16) {
 	if name == "" {
 		return nil, kerr.InvalidGroupID.Code
 	}
@@ -127,7 +134,7 @@ func (c *Coordinator) commitGroup(name string, generation int32) (*group, int16)
 		return nil, errCode(err)
 	}
 	if g == nil {
-		return nil, kerr.IllegalGeneration.Code
+		return nil, missing
 	}
 	return g, 0
 }
@@ -161,15 +168,18 @@ func (g *group) checkCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 			return kerr.FencedInstanceID.Code
 		}
 	}
+	// Kafka's ClassicGroup.validateOffsetCommit: the member and its
+	// generation first, so that a member that is gone or behind learns
+	// it; only a current member hears that the group is rebalancing.
 	switch {
 	case req.Generation < 0 && g.state == stateEmpty:
 		return 0
-	case g.state == stateCompletingRebalance:
-		return kerr.RebalanceInProgress.Code
 	case g.members[req.MemberID] == nil:
 		return kerr.UnknownMemberID.Code
 	case req.Generation != g.generation:
 		return kerr.IllegalGeneration.Code
+	case g.state == stateCompletingRebalance:
+		return kerr.RebalanceInProgress.Code
 	}
 	return 0
 }

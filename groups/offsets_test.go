@@ -92,8 +92,13 @@ func TestSimpleCommitFetchReload(t *testing.T) {
 
 func TestCommitChecks(t *testing.T) {
 	h := newHarness(t, 0)
-	if code := h.commit(commitReq("m", 3, 0, 1, "")); code != kerr.IllegalGeneration.Code {
-		t.Fatalf("member commit to unknown group: %d", code)
+	if code := h.commit(commitReq("m", 3, 0, 1, "")); code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("member commit v9 to unknown group: %d", code)
+	}
+	v8 := commitReq("m", 3, 0, 1, "")
+	v8.Version = 8
+	if code := h.commit(v8); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("member commit v8 to unknown group: %d", code)
 	}
 	a, _ := stableGroup(t, h)
 	long := strings.Repeat("x", 5000)

@@ -105,7 +105,7 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 	if len(todo) == 0 {
 		return resp
 	}
-	g, code := c.commitGroup(req.Group, req.Generation)
+	g, code := c.commitGroup(req.Group, req.Generation, kerr.IllegalGeneration.Code)
 	if code != 0 {
 		return setAll(code)
 	}
