@@ -1,6 +1,12 @@
 package broker
 
 // Produce (api key 0), versions 3–13: record format v2 only, as Kafka 4 does.
+// ApiVersions lists it from v0 all the same, as Kafka 4 does (KAFKA-18659):
+// librdkafka before 2.11.1 (Debian's kcat and python3-confluent-kafka among
+// its users) takes a minimum above 0 to mean "no gzip, snappy or lz4" and
+// sends those batches uncompressed. A v0–2 request is refused as any
+// unsupported version is: its connection is closed, Kafka's answer too
+// (protocol.Router.RegisterAdvertisedFrom).
 //
 // Each partition's records must be exactly one magic v2 batch, zstd only
 // from v7 (validateProduceRecords, Kafka's ProduceRequest.validateRecords).
@@ -47,6 +53,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -273,15 +280,23 @@ func (b *Broker) waitHighWatermark(ctx context.Context, p *partition, next int64
 // validateProduceRecords checks the shape Kafka requires of one
 // partition's records in a Produce request (ProduceRequest.validateRecords):
 // from v3 exactly one record batch, of magic v2, and zstd only from v7 on
-// (KIP-110), UNSUPPORTED_COMPRESSION_TYPE below. Records that do not parse
-// as batches at all are left to the log's append, which refuses them with
-// its own error.
+// (KIP-110), UNSUPPORTED_COMPRESSION_TYPE below. A magic v0 or v1 message
+// set is INVALID_RECORD, as in Kafka 4, whatever the size of its messages,
+// and so is a v2 batch followed by one. Records that do not parse as
+// batches at all are left to the log's append, which refuses them with its
+// own error.
 func validateProduceRecords(version int16, records []byte) error {
 	if len(records) == 0 {
 		return fmt.Errorf("%w: Produce requests with version %d must have at least one record batch per partition", kerr.InvalidRecord, version)
 	}
+	if legacyMessage(records) {
+		return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain record batches with magic version 2", kerr.InvalidRecord, version)
+	}
 	headers := logstore.ParseBatchHeaders(records)
 	if len(headers) == 0 {
+		if first := logstore.ParseBatchHeaders(records[:batchEnd(records)]); len(first) == 1 && legacyMessage(records[batchEnd(records):]) {
+			return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain exactly one record batch per partition", kerr.InvalidRecord, version)
+		}
 		return nil
 	}
 	if version < 7 && headers[0].Attributes&0x07 == 4 {
@@ -291,4 +306,42 @@ func validateProduceRecords(version int16, records []byte) error {
 		return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain exactly one record batch per partition", kerr.InvalidRecord, version)
 	}
 	return nil
+}
+
+// Offsets in the header every message format shares: the entry's offset
+// (int64) and size (int32), then, 4 bytes on (a v0/v1 message's CRC, a v2
+// batch's partition leader epoch), the magic byte.
+const (
+	entrySizeAt  = 8
+	entryMagicAt = 16
+	// legacyMessageMin is the smallest size a magic v0 message can have
+	// (Kafka's LegacyRecord.RECORD_OVERHEAD_V0); Kafka calls a smaller
+	// entry corrupt before it looks at the magic.
+	legacyMessageMin = 14
+)
+
+// legacyMessage reports whether records starts with a magic v0 or v1
+// message as Kafka's reader (ByteBufferLogInputStream) sees one: a size it
+// accepts and a magic byte of 0 or 1, whether or not the whole message is
+// there.
+func legacyMessage(records []byte) bool {
+	if len(records) <= entryMagicAt {
+		return false
+	}
+	size := int32(binary.BigEndian.Uint32(records[entrySizeAt:]))
+	magic := records[entryMagicAt]
+	return size >= legacyMessageMin && (magic == 0 || magic == 1)
+}
+
+// batchEnd is where the first entry of records ends by its size field,
+// clamped to len(records).
+func batchEnd(records []byte) int {
+	if len(records) < entrySizeAt+4 {
+		return len(records)
+	}
+	end := int64(entrySizeAt+4) + int64(int32(binary.BigEndian.Uint32(records[entrySizeAt:])))
+	if end < entrySizeAt+4 || end > int64(len(records)) {
+		return len(records)
+	}
+	return int(end)
 }

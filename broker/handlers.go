@@ -16,7 +16,7 @@ import "slices"
 // admin requests are forwarded to the active controller when needed.
 func (b *Broker) registerHandlers() {
 	r := b.router
-	r.Register(0, 3, 13, b.handleProduce)
+	r.RegisterAdvertisedFrom(0, 0, 3, 13, b.handleProduce)
 	r.Register(1, 4, 18, b.handleFetch)
 	r.Register(2, 1, 11, b.handleListOffsets)
 	r.Register(3, 0, 13, b.handleMetadata)

@@ -59,7 +59,10 @@ type Handler func(ctx context.Context, req *Request) (kmsg.Response, error)
 // route is one registered api key.
 type route struct {
 	key, minVersion, maxVersion int16
-	handler                     Handler
+	// advertisedMin is the lowest version ApiVersions lists: minVersion,
+	// unless RegisterAdvertisedFrom listed refused versions below it.
+	advertisedMin int16
+	handler       Handler
 }
 
 // Router decodes request frames, checks versions against what is registered
@@ -98,6 +101,18 @@ func NewRouter(logger *slog.Logger) *Router {
 // would otherwise surface as a client seeing an ApiVersions table the broker
 // cannot honour.
 func (r *Router) Register(key, minVersion, maxVersion int16, h Handler) {
+	r.RegisterAdvertisedFrom(key, minVersion, minVersion, maxVersion, h)
+}
+
+// RegisterAdvertisedFrom is Register, except that ApiVersions lists the key
+// from advertisedMin although only [minVersion, maxVersion] is served: a
+// request at a version in between is refused like any other unsupported
+// version. Kafka 4 does this for Produce alone (v0–2 listed, refused since
+// KIP-896; KAFKA-18659), because librdkafka before 2.11.1 takes a Produce
+// minimum above 0 to mean the broker cannot take gzip, snappy or lz4
+// batches and silently sends them uncompressed. It panics like Register,
+// and on an advertisedMin outside [0, minVersion].
+func (r *Router) RegisterAdvertisedFrom(key, advertisedMin, minVersion, maxVersion int16, h Handler) {
 	req := kmsg.RequestForKey(key)
 	switch {
 	case req == nil:
@@ -108,23 +123,25 @@ func (r *Router) Register(key, minVersion, maxVersion int16, h Handler) {
 		panic(fmt.Sprintf("protocol: register api key %d: bad version range %d..%d", key, minVersion, maxVersion))
 	case maxVersion > req.MaxVersion():
 		panic(fmt.Sprintf("protocol: register api key %d: max version %d above kmsg's %d", key, maxVersion, req.MaxVersion()))
+	case advertisedMin < 0 || advertisedMin > minVersion:
+		panic(fmt.Sprintf("protocol: register api key %d: advertised min version %d outside 0..%d", key, advertisedMin, minVersion))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.routes[key]; dup {
 		panic(fmt.Sprintf("protocol: api key %d (%s) registered twice", key, kmsg.NameForKey(key)))
 	}
-	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, handler: h}
+	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, advertisedMin: advertisedMin, handler: h}
 }
 
 // Versions returns the registered keys and version ranges sorted by key:
-// exactly what ApiVersions advertises.
+// exactly what ApiVersions advertises, advertised minimums included.
 func (r *Router) Versions() []kmsg.ApiVersionsResponseApiKey {
 	r.mu.RLock()
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(r.routes))
 	for _, rt := range r.routes {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = rt.key, rt.minVersion, rt.maxVersion
+		k.ApiKey, k.MinVersion, k.MaxVersion = rt.key, rt.advertisedMin, rt.maxVersion
 		out = append(out, k)
 	}
 	r.mu.RUnlock()
