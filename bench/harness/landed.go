@@ -285,8 +285,8 @@ func (r *results) writeBytesTable(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Bytes on disk (per node: growth of the topic's .log files; sent: uncompressed records and batch headers; tolerance ±%.0f%%):\n\n", 100*landedTolerance)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "| workload\t| system\t| records\t| batches\t| values MiB\t| sent MiB\t| on the wire MiB\t| landed per node MiB\t| landed / sent\t| check\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|---\t|")
+	fmt.Fprintln(tw, "| workload\t| system\t| records\t| batches\t| values MiB\t| sent MiB\t| on the wire MiB\t| wire / sent\t| landed per node MiB\t| landed / sent\t| check\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|---\t|")
 	for _, row := range rows {
 		mib := func(b int64) string { return formatValue(float64(b) / (1 << 20)) }
 		lo, hi := 0.0, 0.0
@@ -307,8 +307,9 @@ func (r *results) writeBytesTable(w io.Writer) {
 		if row.err != nil {
 			check = "FAILED"
 		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %d\t| %d\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n",
+		fmt.Fprintf(tw, "| %s\t| %s\t| %d\t| %d\t| %s\t| %s\t| %s\t| %.3f\t| %s\t| %s\t| %s\t|\n",
 			row.workload, row.system, row.records, row.batches, mib(row.values), mib(row.sent), mib(row.wire),
+			float64(row.wire)/float64(max(row.sent, 1)),
 			strings.TrimSuffix(mibList(row.landed), " MiB"), ratio, check)
 	}
 	tw.Flush()
