@@ -8,6 +8,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,26 +19,25 @@ import (
 	"github.com/sluicedev/sluice/sluicetest"
 )
 
-// metadataFor sends one Metadata request of the given version for topics
-// and returns the answer; allowCreate is the request's
+// metadataFor sends one Metadata request of exactly the given version for
+// topics (all topics if none) over conn, where a client would pick its own
+// version, and returns the answer; allowCreate is the request's
 // AllowAutoTopicCreation (v4+; earlier versions always allow it).
-func metadataFor(t *testing.T, cl *kgo.Client, version int16, allowCreate bool, topics ...string) *kmsg.MetadataResponse {
+func metadataFor(t *testing.T, conn *rawConn, version int16, allowCreate bool, topics ...string) *kmsg.MetadataResponse {
 	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = version
 	req.AllowAutoTopicCreation = allowCreate
+	if topics == nil {
+		req.Topics = nil
+	}
 	for _, name := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(name)
 		req.Topics = append(req.Topics, rt)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("metadata v%d for %v: %v", version, topics, err)
-	}
-	return resp
+	_, resp := conn.do(req)
+	return resp.(*kmsg.MetadataResponse)
 }
 
 // wantNoTopic checks that mt, the answer for name, is error want with no
@@ -56,10 +56,10 @@ func wantNoTopic(t *testing.T, what string, mt kmsg.MetadataResponseTopic, name 
 
 // waitLed waits until a Metadata request without auto-creation shows
 // topic with partitions partitions, each led by node leader.
-func waitLed(t *testing.T, cl *kgo.Client, topic string, partitions int, leader int32) {
+func waitLed(t *testing.T, conn *rawConn, topic string, partitions int, leader int32) {
 	t.Helper()
 	sluicetest.WaitFor(t, 30*time.Second, func() error {
-		mt := metadataFor(t, cl, 12, false, topic).Topics[0]
+		mt := metadataFor(t, conn, 12, false, topic).Topics[0]
 		if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
 			return fmt.Errorf("%s: %w", topic, err)
 		}
@@ -84,14 +84,14 @@ func waitLed(t *testing.T, cl *kgo.Client, topic string, partitions int, leader 
 // so. A topic that exists is answered in full next to one being created.
 func TestMetadataAutoCreateAnswersOnALaterRequest(t *testing.T) {
 	n := sluicetest.Start(t, "num.partitions=3")
-	cl := n.Client()
+	conn := dialRawConn(t, n.Addr())
 	createTopic(t, n, "present", 2, nil)
 
 	for _, tc := range []struct {
 		version int16
 		topic   string
 	}{{12, "later"}, {3, "later-v3"}} {
-		resp := metadataFor(t, cl, tc.version, true, "present", tc.topic)
+		resp := metadataFor(t, conn, tc.version, true, "present", tc.topic)
 		if len(resp.Topics) != 2 {
 			t.Fatalf("v%d: %d topics answered, want 2", tc.version, len(resp.Topics))
 		}
@@ -99,37 +99,45 @@ func TestMetadataAutoCreateAnswersOnALaterRequest(t *testing.T) {
 			t.Fatalf("v%d: present: %v, %d partitions", tc.version, kerr.ErrorForCode(p.ErrorCode), len(p.Partitions))
 		}
 		wantNoTopic(t, fmt.Sprintf("v%d first request", tc.version), resp.Topics[1], tc.topic, kerr.UnknownTopicOrPartition, false)
-		waitLed(t, cl, tc.topic, 3, 1)
+		waitLed(t, conn, tc.topic, 3, 1)
 	}
 
 	// A v4+ request that does not allow auto-creation creates nothing.
-	wantNoTopic(t, "v12 without auto-creation", metadataFor(t, cl, 12, false, "never").Topics[0], "never", kerr.UnknownTopicOrPartition, false)
-	for _, mt := range metadataFor(t, cl, 12, false).Topics {
+	wantNoTopic(t, "v12 without auto-creation", metadataFor(t, conn, 12, false, "never").Topics[0], "never", kerr.UnknownTopicOrPartition, false)
+	for _, mt := range metadataFor(t, conn, 12, false).Topics {
 		if *mt.Topic == "never" {
 			t.Fatal("a Metadata request without auto-creation created the topic")
 		}
 	}
 }
 
-// A topic whose creation fails is answered as one being created
-// (UNKNOWN_TOPIC_OR_PARTITION), as Kafka 4.x answers before the
-// controller has decided, and never appears; an illegal name is
-// INVALID_TOPIC_EXCEPTION with or without auto-creation, and no creation
-// is attempted.
-func TestMetadataAutoCreateRefusals(t *testing.T) {
+// A topic whose creation the controller refuses is answered as one being
+// created (UNKNOWN_TOPIC_OR_PARTITION), as Kafka 4.x answers before the
+// controller has decided, on every request, and never appears.
+func TestMetadataAutoCreateRefused(t *testing.T) {
 	n := sluicetest.Start(t, "default.replication.factor=3")
-	cl := n.Client()
+	conn := dialRawConn(t, n.Addr())
 	for i := range 2 {
 		wantNoTopic(t, fmt.Sprintf("request %d for a topic with more replicas than brokers", i+1),
-			metadataFor(t, cl, 12, true, "toowide").Topics[0], "toowide", kerr.UnknownTopicOrPartition, false)
+			metadataFor(t, conn, 12, true, "toowide").Topics[0], "toowide", kerr.UnknownTopicOrPartition, false)
 	}
-	for _, allow := range []bool{true, false} {
-		for _, name := range []string{"bad name", "..", ""} {
-			wantNoTopic(t, fmt.Sprintf("auto-creation %v", allow), metadataFor(t, cl, 12, allow, name).Topics[0], name, kerr.InvalidTopicException, false)
+	if topics := metadataFor(t, conn, 12, false).Topics; len(topics) != 0 {
+		t.Fatalf("a refused auto-creation left %d topics, the first %q", len(topics), *topics[0].Topic)
+	}
+}
+
+// An illegal topic name is INVALID_TOPIC_EXCEPTION with or without
+// auto-creation, and no creation is attempted (Kafka's Topic.validate).
+func TestMetadataIllegalTopicName(t *testing.T) {
+	n := sluicetest.Start(t)
+	conn := dialRawConn(t, n.Addr())
+	for _, allow := range []bool{false, true} {
+		for _, name := range []string{"bad name", "..", "", strings.Repeat("x", 250)} {
+			wantNoTopic(t, fmt.Sprintf("auto-creation %v", allow), metadataFor(t, conn, 12, allow, name).Topics[0], name, kerr.InvalidTopicException, false)
 		}
 	}
-	if topics := metadataFor(t, cl, 12, false).Topics; len(topics) != 0 {
-		t.Fatalf("refused auto-creations left %d topics, the first %q", len(topics), *topics[0].Topic)
+	if topics := metadataFor(t, conn, 12, false).Topics; len(topics) != 0 {
+		t.Fatalf("illegal names left %d topics, the first %q", len(topics), *topics[0].Topic)
 	}
 }
 
@@ -139,10 +147,10 @@ func TestMetadataAutoCreateRefusals(t *testing.T) {
 // the first answer on.
 func TestMetadataAutoCreateInternalTopic(t *testing.T) {
 	n := sluicetest.Start(t, "num.partitions=1", "offsets.topic.num.partitions=5")
-	cl := n.Client()
-	wantNoTopic(t, "first request", metadataFor(t, cl, 12, true, "__consumer_offsets").Topics[0], "__consumer_offsets", kerr.UnknownTopicOrPartition, true)
-	waitLed(t, cl, "__consumer_offsets", 5, 1)
-	if mt := metadataFor(t, cl, 12, false, "__consumer_offsets").Topics[0]; !mt.IsInternal {
+	conn := dialRawConn(t, n.Addr())
+	wantNoTopic(t, "first request", metadataFor(t, conn, 12, true, "__consumer_offsets").Topics[0], "__consumer_offsets", kerr.UnknownTopicOrPartition, true)
+	waitLed(t, conn, "__consumer_offsets", 5, 1)
+	if mt := metadataFor(t, conn, 12, false, "__consumer_offsets").Topics[0]; !mt.IsInternal {
 		t.Fatal("__consumer_offsets is not marked internal")
 	}
 	rc, err := n.Admin().DescribeTopicConfigs(context.Background(), "__consumer_offsets")
@@ -172,5 +180,5 @@ func TestMetadataAutoCreateProducerDelivers(t *testing.T) {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}
-	waitLed(t, cl, "delivered", 2, 1)
+	waitLed(t, dialRawConn(t, n.Addr()), "delivered", 2, 1)
 }
