@@ -10,7 +10,10 @@ package broker
 // order as Kafka's ClassicGroup.validateOffsetCommit does); a simple consumer
 // (generation -1) may commit while the group has no members. A member's
 // commit to a group that does not exist is ILLEGAL_GENERATION, and from v9
-// GROUP_ID_NOT_FOUND (Kafka's OffsetMetadataManager). v1 retention
+// GROUP_ID_NOT_FOUND (Kafka's OffsetMetadataManager). The empty group id is
+// accepted like any other, as Kafka accepts it "for backwards
+// compatibility". A failed write to __consumer_offsets is
+// COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, never a produce error. v1 retention
 // fields are ignored (offsets.retention.minutes applies). v6+ keeps the
 // leader epoch (KIP-320), v7+ checks group.instance.id (KIP-345), v10 names
 // topics by id (KIP-848's topic ids). In a KIP-848 consumer group the

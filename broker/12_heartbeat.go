@@ -5,7 +5,8 @@ package broker
 // Keeps a classic group member's session alive. REBALANCE_IN_PROGRESS tells
 // the member to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and
 // FENCED_INSTANCE_ID (v3+, KIP-345) that it is no longer part of the group
-// as it believes.
+// as it believes. While the group's __consumer_offsets partition loads the
+// answer carries no error, as Kafka's GroupCoordinatorService answers.
 
 import (
 	"context"

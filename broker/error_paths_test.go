@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/sluicetest"
 )
 
 // codeName names an error code for a failure message.
@@ -208,5 +210,44 @@ func TestOffsetCommitErrorOrder(t *testing.T) {
 		if got := offsetCommitCode(t, c, tc.v, tc.group, tc.member, tc.generation); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, codeName(got), codeName(tc.want))
 		}
+	}
+}
+
+// TestOffsetCommitEmptyGroupID: Kafka's group coordinator takes an offset
+// commit for the empty group id, "for backwards compatibility", as a simple
+// consumer's commit, and OffsetFetch returns it; only TxnOffsetCommit
+// refuses the empty id (INVALID_GROUP_ID).
+func TestOffsetCommitEmptyGroupID(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	findGroupCoordinator(t, c, "")
+	if got := offsetCommitCode(t, c, 8, "", "", -1); got != 0 {
+		t.Fatalf("commit for the empty group id: %s, want NONE", codeName(got))
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 7
+	fetch.Group = ""
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "codes-t", Partitions: []int32{0}}}
+	_, r := c.do(fetch)
+	resp := r.(*kmsg.OffsetFetchResponse)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].Offset != 1 {
+		t.Fatalf("fetch for the empty group id: %+v", resp)
+	}
+}
+
+// TestOffsetCommitNotEnoughReplicas: when __consumer_offsets has fewer
+// in-sync replicas than min.insync.replicas, Kafka's group coordinator
+// answers an offset commit COORDINATOR_NOT_AVAILABLE
+// (CoordinatorOperationExceptionHelper.handleOperationException), which
+// consumers retry after finding the coordinator again, not
+// NOT_ENOUGH_REPLICAS, which the Java consumer's commit takes as fatal.
+func TestOffsetCommitNotEnoughReplicas(t *testing.T) {
+	n := sluicetest.Start(t, "min.insync.replicas=2", "group.initial.rebalance.delay.ms=0")
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	findGroupCoordinator(t, c, "short")
+	if got := offsetCommitCode(t, c, 8, "short", "", -1); got != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("commit without enough in-sync replicas: %s, want %s", codeName(got), codeName(kerr.CoordinatorNotAvailable.Code))
 	}
 }

@@ -413,11 +413,22 @@ func (c *Coordinator) appendAt(ctx context.Context, g *group, records []kv, prod
 }
 
 // appendErrorCode maps a failed append to the code Kafka's coordinator
-// answers with: the client retries or finds the new coordinator.
+// answers with (CoordinatorOperationExceptionHelper): the client retries
+// or finds the new coordinator. Replication trouble is
+// COORDINATOR_NOT_AVAILABLE and a lost or failed partition NOT_COORDINATOR,
+// never the produce errors themselves, which consumers do not expect from
+// a group request.
 func appendErrorCode(err error, offsets bool) int16 {
 	var ke *kerr.Error
 	switch {
 	case errors.As(err, &ke):
+		switch ke.Code {
+		case kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code,
+			kerr.UnknownTopicOrPartition.Code:
+			return kerr.CoordinatorNotAvailable.Code
+		case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
+			return kerr.NotCoordinator.Code
+		}
 		return ke.Code
 	case errors.Is(err, ErrNotLeader):
 		return kerr.NotCoordinator.Code

@@ -138,10 +138,17 @@ func (g *group) checkMemberLocked(memberID string, instanceID *string, generatio
 }
 
 // Heartbeat handles Heartbeat (v0–v4): it keeps the member alive and tells
-// it, with REBALANCE_IN_PROGRESS, that it must rejoin.
+// it, with REBALANCE_IN_PROGRESS, that it must rejoin. While the group's
+// partition loads it answers no error, as Kafka does.
 func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	g, code := c.existingGroup(req.Group, kerr.UnknownMemberID.Code)
+	if code == kerr.CoordinatorLoadInProgress.Code {
+		// As Kafka's GroupCoordinatorService: while the partition
+		// loads, the member is answered as if all were well (clients
+		// take this code in a heartbeat answer as unexpected).
+		return resp
+	}
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp

@@ -56,6 +56,8 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	if req.Version >= 9 {
 		missing = kerr.GroupIDNotFound.Code
 	}
+	// The empty group id is a group like any other here: Kafka takes
+	// such commits "for backwards compatibility" (GroupCoordinatorService).
 	g, code := c.commitGroup(req.Group, req.Generation, missing)
 	if code != 0 {
 		return setAll(code)
@@ -126,9 +128,6 @@ func (c *Coordinator) checkCommitPartition(info TopicInfo, known bool, partition
 // client) and it does not exist; otherwise the code every partition of the
 // commit is answered with: missing for a group that does not exist.
 func (c *Coordinator) commitGroup(name string, generation int32, missing int16) (*group, int16) {
-	if name == "" {
-		return nil, kerr.InvalidGroupID.Code
-	}
 	g, err := c.group(name, generation < 0)
 	if err != nil {
 		return nil, errCode(err)

@@ -169,7 +169,8 @@ func TestLeadershipChanges(t *testing.T) {
 	}
 	// It comes back at a new epoch: loading until replayed.
 	h.c.SetLeadership(1, map[int32]int32{0: 1})
-	if code := h.heartbeat(a, 1); code != kerr.CoordinatorLoadInProgress.Code {
+	if code := h.heartbeat(a, 1); code != 0 {
+		// Kafka answers a heartbeat no error while loading.
 		t.Fatalf("heartbeat while loading: %d", code)
 	}
 	if l := h.c.List(kmsg.NewPtrListGroupsRequest()); l.ErrorCode != kerr.CoordinatorLoadInProgress.Code {

@@ -105,6 +105,9 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 	if len(todo) == 0 {
 		return resp
 	}
+	if req.Group == "" {
+		return setAll(kerr.InvalidGroupID.Code)
+	}
 	g, code := c.commitGroup(req.Group, req.Generation, kerr.IllegalGeneration.Code)
 	if code != 0 {
 		return setAll(code)
@@ -208,19 +211,12 @@ func (c *Coordinator) forgetMarkers(partition, epoch int32) {
 }
 
 // txnAppendErrorCode maps a failed append of transactional offsets as
-// Kafka's coordinator does: replication trouble is
-// COORDINATOR_NOT_AVAILABLE (the producer retries), a lost leadership
-// NOT_COORDINATOR, a stale producer epoch INVALID_PRODUCER_EPOCH (which
-// the producer takes as being fenced).
+// Kafka's coordinator does: as any append (appendErrorCode), and a stale
+// producer epoch INVALID_PRODUCER_EPOCH (which the producer takes as being
+// fenced).
 func txnAppendErrorCode(err error) int16 {
 	code := appendErrorCode(err, true)
-	switch code {
-	case kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code,
-		kerr.UnknownTopicOrPartition.Code:
-		return kerr.CoordinatorNotAvailable.Code
-	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
-		return kerr.NotCoordinator.Code
-	case kerr.ProducerFenced.Code:
+	if code == kerr.ProducerFenced.Code {
 		return kerr.InvalidProducerEpoch.Code
 	}
 	return code
