@@ -60,6 +60,11 @@ func allRows() []row {
 		kcatRoundTripRow(),
 		kcatMetadataRow(),
 		pythonConfluentRow(),
+		// Every compression codec through librdkafka, checked on disk
+		// (librdkafka_codecs_test.go).
+		kcatCodecsRow(),
+		pythonCodecsRow(),
+		pythonWheelCodecsRow(),
 		faultDetectedRow(),
 		// Kafka's Java tools (java_*_test.go).
 		javaAPIVersionsRow(),

@@ -106,6 +106,20 @@ install_tools() {
 			ok=1
 	fi
 	/usr/bin/python3 -c 'import confluent_kafka as c; print("confluent-kafka:", c.version()[0], "librdkafka:", c.libversion()[0])' || ok=1
+	# The newest confluent-kafka wheel from PyPI, pinned (the
+	# py-confluent-wheel compat row): it bundles its own librdkafka, far
+	# newer than Debian's. Into a venv in the cache, outside the
+	# repository; nothing to do when the pinned version is there.
+	local wheel=confluent-kafka==2.16.1
+	local wheel_venv=${XDG_CACHE_HOME:-$HOME/.cache}/sluice/confluent-kafka-venv
+	if ! "$wheel_venv/bin/python" -m pip show confluent-kafka 2>/dev/null | grep -qx "Version: ${wheel#*==}"; then
+		echo "confluent-kafka wheel missing: installing ${wheel} into ${wheel_venv}"
+		if ! python3 -m venv "$wheel_venv"; then
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null &&
+				/usr/bin/python3 -m venv "$wheel_venv"
+		fi && "$wheel_venv/bin/pip" install -q "$wheel" || ok=1
+	fi
+	"$wheel_venv/bin/python" -c 'import confluent_kafka as c; print("confluent-kafka wheel:", c.version(), "librdkafka:", c.libversion()[0])' || ok=1
 	# Kafka's Java tools (compat/bin/, the kafka-* compat rows): Kafka
 	# 4.1.1's jars, fetched with Maven into a cache outside the repository
 	# (compat/kafkatools/fetch.sh; instant when already there).
