@@ -12,7 +12,9 @@ package broker
 // least that, through the time index; nothing at or above the high watermark
 // is returned to a consumer (nothing at or above the last stable offset
 // for read_committed). CurrentLeaderEpoch (v4+) is checked as Fetch
-// does (KIP-320).
+// does (KIP-320). A special timestamp before the version that brought it,
+// or any other negative one, is UNSUPPORTED_VERSION before the partition is
+// looked up, as Kafka's ReplicaManager.fetchOffset answers.
 //
 // A partition named more than once is answered once, with
 // INVALID_REQUEST, as Kafka's ReplicaManager.fetchOffset answers the
@@ -21,6 +23,7 @@ package broker
 
 import (
 	"context"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -77,8 +80,28 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 	return resp, nil
 }
 
+// listTimestampSince is the first ListOffsets version that knows the
+// special (negative) timestamp ts, or a version past every one for a
+// negative timestamp that is not special.
+func listTimestampSince(ts int64) int16 {
+	switch ts {
+	case listLatest, listEarliest:
+		return 1
+	case listMaxTimestamp:
+		return 7
+	case listEarliestLocal:
+		return 8
+	case listLatestTiered:
+		return 9
+	}
+	return math.MaxInt16
+}
+
 // listOffset answers one partition of a ListOffsets request into sp.
 func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic *controller.Topic, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) error {
+	if rp.Timestamp < 0 && req.Version < listTimestampSince(rp.Timestamp) {
+		return kerr.UnsupportedVersion
+	}
 	current := rp.CurrentLeaderEpoch
 	if req.Version < 4 {
 		current = -1
@@ -106,9 +129,6 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, topic *controller.Topi
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch
 		}
 	default:
-		if rp.Timestamp < 0 {
-			return kerr.InvalidRequest
-		}
 		off, ts, ok := p.log.OffsetForTimestamp(rp.Timestamp)
 		if ok && off < hw {
 			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, latestEpoch

@@ -251,3 +251,44 @@ func TestOffsetCommitNotEnoughReplicas(t *testing.T) {
 		t.Fatalf("commit without enough in-sync replicas: %s, want %s", codeName(got), codeName(kerr.CoordinatorNotAvailable.Code))
 	}
 }
+
+// TestListOffsetsSpecialTimestampVersions: a negative timestamp is one of
+// the special ones, each from the version that brought it (-3 v7, -4 v8,
+// -5 v9), or UNSUPPORTED_VERSION, before the partition is even looked up,
+// as Kafka's ReplicaManager.fetchOffset answers
+// (isListOffsetsTimestampUnsupported).
+func TestListOffsetsSpecialTimestampVersions(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	for _, tc := range []struct {
+		topic     string
+		v         int16
+		timestamp int64
+		want      int16
+	}{
+		{"codes-t", 1, -1, 0},
+		{"codes-t", 1, -2, 0},
+		{"codes-t", 6, -3, kerr.UnsupportedVersion.Code},
+		{"codes-t", 7, -3, 0},
+		{"codes-t", 7, -4, kerr.UnsupportedVersion.Code},
+		{"codes-t", 8, -4, 0},
+		{"codes-t", 8, -5, kerr.UnsupportedVersion.Code},
+		{"codes-t", 9, -5, 0},
+		{"codes-t", 9, -6, kerr.UnsupportedVersion.Code},
+		{"codes-t", 9, -100, kerr.UnsupportedVersion.Code},
+		{"missing-t", 9, -6, kerr.UnsupportedVersion.Code},
+		{"missing-t", 9, -1, kerr.UnknownTopicOrPartition.Code},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = tc.v
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = tc.timestamp
+		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: tc.topic, Partitions: []kmsg.ListOffsetsRequestTopicPartition{rp}}}
+		_, r := c.do(req)
+		got := r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode
+		if got != tc.want {
+			t.Errorf("%s v%d timestamp %d: %s, want %s", tc.topic, tc.v, tc.timestamp, codeName(got), codeName(tc.want))
+		}
+	}
+}
