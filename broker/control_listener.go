@@ -22,7 +22,10 @@ package broker
 // brokers forward them to the controller listener; clients still send
 // them to the client listener. The channel also answers Metadata (3), which
 // franz-go, the brokers' client, asks for at least hourly even when it
-// has nothing to look up; its answer is the client listener's.
+// has nothing to look up; its answer is the client listener's. Like
+// Kafka's controller listener (ControllerApis, measured on 4.1.1), it
+// lists SaslHandshake and SaslAuthenticate and answers both
+// ILLEGAL_SASL_STATE, as the client listener does: neither has SASL.
 //
 // Every request on the channel is a peer's: it is answered by the local
 // controller and never forwarded again, and its answer carries this
@@ -69,9 +72,11 @@ const controllerChannelShutdownTimeout = 5 * time.Second
 func (b *Broker) registerControllerHandlers(r *protocol.Router) {
 	r.Register(3, 0, 13, b.handleMetadata)
 	r.Register(7, 1, 3, b.peerAPI(b.handleControlledShutdown))
+	r.Register(17, 0, 1, b.handleSaslHandshake)
 	r.Register(19, 2, 7, b.peerAPI(b.handleCreateTopics))
 	r.Register(20, 1, 6, b.peerAPI(b.handleDeleteTopics))
 	r.Register(33, 0, 2, b.peerAPI(b.handleAlterConfigs))
+	r.Register(36, 0, 2, b.handleSaslAuthenticate)
 	r.Register(37, 0, 3, b.peerAPI(b.handleCreatePartitions))
 	r.Register(43, 0, 2, b.peerAPI(b.handleElectLeaders))
 	r.Register(44, 0, 1, b.peerAPI(b.handleIncrementalAlterConfigs))

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/sluicetest"
 )
 
@@ -83,5 +84,55 @@ func TestSaslFranzGoClientOnPlaintextListener(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "EOF") {
 		t.Fatalf("error mentions a closed connection: %v", err)
+	}
+}
+
+// Kafka's controller listener answers SASL as its broker listener does
+// (ControllerApis): so does the controller channel, on the raft port.
+func TestSaslOnControllerChannel(t *testing.T) {
+	c := sluicetest.StartCluster(t, 2)
+	c.WaitForBrokers(2)
+	var raftAddr string
+	for _, o := range c.Node(1).Overrides {
+		if voters, ok := strings.CutPrefix(o, "controller.quorum.voters="); ok {
+			for _, v := range strings.Split(voters, ",") {
+				if addr, ok := strings.CutPrefix(v, "1@"); ok {
+					raftAddr = addr
+				}
+			}
+		}
+	}
+	if raftAddr == "" {
+		t.Fatalf("no controller listener for node 1 in %v", c.Node(1).Overrides)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := controller.DialController(ctx, nil, "tcp", raftAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	rc := &rawConn{t: t, conn: conn, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("not-a-broker"))}
+
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "sluice-test", "1.0"
+	_, resp := rc.do(av)
+	var keys []int16
+	for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		keys = append(keys, k.ApiKey)
+	}
+	if !slices.Contains(keys, 17) || !slices.Contains(keys, 36) {
+		t.Errorf("controller channel lists %v: no SaslHandshake (17) or SaslAuthenticate (36)", keys)
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "PLAIN"
+	if _, resp := rc.do(hs); resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("SaslHandshake on the controller channel: %+v", resp)
+	}
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.Version = 2
+	if _, resp := rc.do(au); resp.(*kmsg.SASLAuthenticateResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("SaslAuthenticate on the controller channel: %+v", resp)
 	}
 }
