@@ -292,3 +292,41 @@ func TestListOffsetsSpecialTimestampVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerGroupHeartbeatValidation: a static member's leave (epoch -2)
+// without its instance id, and a join without a subscription, are refused
+// before the group is looked up, with the messages of Kafka's
+// GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid.
+func TestConsumerGroupHeartbeatValidation(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	findGroupCoordinator(t, c, "cg-valid")
+	for _, tc := range []struct {
+		name    string
+		modify  func(*kmsg.ConsumerGroupHeartbeatRequest)
+		message string
+	}{
+		{"static leave without instance id", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.MemberEpoch = -2
+		}, "InstanceId can't be null."},
+		{"join without subscription", func(r *kmsg.ConsumerGroupHeartbeatRequest) {
+			r.SubscribedTopicNames = nil
+		}, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."},
+	} {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "cg-valid", "member-1", 30000
+		req.SubscribedTopicNames = []string{"codes-t"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		tc.modify(req)
+		_, r := c.do(req)
+		resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+		if resp.ErrorCode != kerr.InvalidRequest.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != tc.message {
+			msg := "<nil>"
+			if resp.ErrorMessage != nil {
+				msg = *resp.ErrorMessage
+			}
+			t.Errorf("%s: %s %q, want INVALID_REQUEST %q", tc.name, codeName(resp.ErrorCode), msg, tc.message)
+		}
+	}
+}

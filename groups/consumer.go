@@ -176,28 +176,36 @@ func newConsumerMemberID() string {
 // before any state is touched: INVALID_REQUEST for a malformed request,
 // INVALID_REGULAR_EXPRESSION, UNSUPPORTED_ASSIGNOR.
 func (c *Coordinator) validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
+	// In the order of Kafka's
+	// GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid,
+	// with its messages.
 	invalid := kerr.InvalidRequest.Code
 	switch {
+	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch > 0 || req.MemberEpoch == leaveEpoch):
+		return invalid, "MemberId can't be empty."
 	case req.Group == "":
 		return invalid, "GroupId can't be empty."
 	case req.InstanceID != nil && *req.InstanceID == "":
 		return invalid, "InstanceId can't be empty."
 	case req.RackID != nil && *req.RackID == "":
 		return invalid, "RackId can't be empty."
-	case req.MemberEpoch < staticLeaveEpoch:
-		return invalid, "MemberEpoch is invalid."
-	case req.MemberID == "" && (req.Version >= 1 || req.MemberEpoch != 0):
-		return invalid, "MemberId can't be empty."
 	}
-	if req.MemberEpoch == 0 {
+	switch {
+	case req.MemberEpoch == 0:
 		switch {
 		case req.RebalanceTimeoutMillis == -1:
 			return invalid, "RebalanceTimeoutMs must be provided in first request."
 		case req.Topics == nil || len(req.Topics) > 0:
 			return invalid, "TopicPartitions must be empty when (re-)joining."
 		case req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
-			return invalid, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+			return invalid, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
 		}
+	case req.MemberEpoch == staticLeaveEpoch:
+		if req.InstanceID == nil {
+			return invalid, "InstanceId can't be null."
+		}
+	case req.MemberEpoch < staticLeaveEpoch:
+		return invalid, "MemberEpoch is invalid."
 	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := compileTopicRegex(*req.SubscribedTopicRegex); err != nil {
