@@ -8,7 +8,9 @@ package broker
 // (KIP-226) and documentation and types (v3+, KIP-569), as
 // kafka-configs.sh --describe --all prints them. Broker resources list the
 // broker's configs; an empty broker name lists the cluster-wide dynamic
-// defaults only. Broker-logger resources have no entries yet.
+// defaults only. Broker-logger resources have no entries yet; one must
+// name this broker (INVALID_REQUEST otherwise, as Kafka's ConfigHelper
+// answers). A topic name that cannot be a topic is INVALID_TOPIC_EXCEPTION.
 //
 // A resource named more than once is answered once, where it first
 // appears, with the union of the config names its copies ask for (all of
@@ -51,6 +53,12 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 		var entries []configEntry
 		switch int8(rr.ResourceType) {
 		case resourceBrokerLogger:
+			if err := b.checkBrokerLoggerResource(rr.ResourceName); err != nil {
+				sr.ErrorCode = errorCode(err)
+				sr.ErrorMessage = messages.take(errorMessage(err))
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
 		default:
 			res, err := b.configResource(img, int8(rr.ResourceType), rr.ResourceName)
 			if err != nil {

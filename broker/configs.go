@@ -20,14 +20,16 @@ const (
 )
 
 // configResource checks a config resource named in a request and turns it
-// into the controller's form. A broker resource must name this broker or be
-// empty (the cluster-wide default), as in Kafka, because admin clients send
-// a broker's config requests to that broker.
+// into the controller's form. A topic name that cannot be a topic is
+// INVALID_TOPIC_EXCEPTION with Kafka's message (Topic.validate), before the
+// topic is looked up. A broker resource must name this broker or be empty
+// (the cluster-wide default), as in Kafka, because admin clients send a
+// broker's config requests to that broker.
 func (b *Broker) configResource(img *controller.Image, typ int8, name string) (controller.ConfigResource, error) {
 	switch typ {
 	case resourceTopic:
-		if name == "" {
-			return controller.ConfigResource{}, fmt.Errorf("%w: the topic name is empty", kerr.InvalidTopicException)
+		if err := controller.ValidateTopicName(name); err != nil {
+			return controller.ConfigResource{}, err
 		}
 		if img.Topics[name] == nil {
 			return controller.ConfigResource{}, fmt.Errorf("%w: topic %s does not exist", kerr.UnknownTopicOrPartition, name)
@@ -35,17 +37,43 @@ func (b *Broker) configResource(img *controller.Image, typ int8, name string) (c
 		return controller.ConfigResource{Type: typ, Name: name}, nil
 	case resourceBroker:
 		if name != "" {
-			id, err := strconv.Atoi(name)
+			id, err := brokerResourceID(name)
 			if err != nil {
-				return controller.ConfigResource{}, fmt.Errorf("%w: broker id %q is not a number", kerr.InvalidRequest, name)
+				return controller.ConfigResource{}, err
 			}
-			if int32(id) != b.cfg.NodeID {
-				return controller.ConfigResource{}, fmt.Errorf("%w: unexpected broker id, expected %d or empty string, but received %s", kerr.InvalidRequest, b.cfg.NodeID, name)
+			if id != b.cfg.NodeID {
+				return controller.ConfigResource{}, fmt.Errorf("%w: Unexpected broker id, expected %d or empty string, but received %s", kerr.InvalidRequest, b.cfg.NodeID, name)
 			}
 		}
 		return controller.ConfigResource{Type: typ, Name: name}, nil
 	}
 	return controller.ConfigResource{}, fmt.Errorf("%w: unsupported resource type %d", kerr.InvalidRequest, typ)
+}
+
+// brokerResourceID parses the broker id that names a broker or
+// broker-logger config resource, with the message of Kafka's ConfigHelper.
+func brokerResourceID(name string) (int32, error) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: Broker id must be an integer, but it is: %s", kerr.InvalidRequest, name)
+	}
+	return int32(id), nil
+}
+
+// checkBrokerLoggerResource checks that a broker-logger resource names this
+// broker, as Kafka's ConfigHelper does: it may not be empty.
+func (b *Broker) checkBrokerLoggerResource(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: Broker id must not be empty", kerr.InvalidRequest)
+	}
+	id, err := brokerResourceID(name)
+	if err != nil {
+		return err
+	}
+	if id != b.cfg.NodeID {
+		return fmt.Errorf("%w: Unexpected broker id, expected %d but received %s", kerr.InvalidRequest, b.cfg.NodeID, name)
+	}
+	return nil
 }
 
 // describeEntries turns config entries into DescribeConfigs' form.

@@ -5,6 +5,7 @@ package broker_test
 // on one connection so that no client-side retry or routing hides it.
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -327,6 +328,72 @@ func TestConsumerGroupHeartbeatValidation(t *testing.T) {
 				msg = *resp.ErrorMessage
 			}
 			t.Errorf("%s: %s %q, want INVALID_REQUEST %q", tc.name, codeName(resp.ErrorCode), msg, tc.message)
+		}
+	}
+}
+
+// TestConfigResourceNames: config resources are checked as Kafka checks
+// them. A topic name that cannot be a topic is INVALID_TOPIC_EXCEPTION,
+// not UNKNOWN_TOPIC_OR_PARTITION (Topic.validate in ConfigHelper and
+// ControllerConfigurationValidator); altering the empty topic name is
+// INVALID_REQUEST ("Default topic resources are not allowed."); and a
+// broker-logger resource must name this broker (ConfigHelper).
+func TestConfigResourceNames(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	long := strings.Repeat("x", 250)
+	for _, tc := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+		want int16
+	}{
+		{kmsg.ConfigResourceTypeTopic, "bad/name", kerr.InvalidTopicException.Code},
+		{kmsg.ConfigResourceTypeTopic, "..", kerr.InvalidTopicException.Code},
+		{kmsg.ConfigResourceTypeTopic, long, kerr.InvalidTopicException.Code},
+		{kmsg.ConfigResourceTypeTopic, "", kerr.InvalidTopicException.Code},
+		{kmsg.ConfigResourceTypeTopic, "missing-t", kerr.UnknownTopicOrPartition.Code},
+		{kmsg.ConfigResourceTypeBrokerLogger, "1", 0},
+		{kmsg.ConfigResourceTypeBrokerLogger, "", kerr.InvalidRequest.Code},
+		{kmsg.ConfigResourceTypeBrokerLogger, "7", kerr.InvalidRequest.Code},
+		{kmsg.ConfigResourceTypeBrokerLogger, "x", kerr.InvalidRequest.Code},
+	} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = 4
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = tc.typ, tc.name
+		req.Resources = append(req.Resources, rr)
+		_, r := c.do(req)
+		if got := r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode; got != tc.want {
+			t.Errorf("describe %v %.20q: %s, want %s", tc.typ, tc.name, codeName(got), codeName(tc.want))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		want int16
+	}{
+		{"bad/name", kerr.InvalidTopicException.Code},
+		{"", kerr.InvalidRequest.Code},
+		{"missing-t", kerr.UnknownTopicOrPartition.Code},
+	} {
+		inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		inc.Version = 1
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeTopic, tc.name
+		ir.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}
+		inc.Resources = append(inc.Resources, ir)
+		_, r := c.do(inc)
+		if got := r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode; got != tc.want {
+			t.Errorf("incremental alter topic %q: %s, want %s", tc.name, codeName(got), codeName(tc.want))
+		}
+		alt := kmsg.NewPtrAlterConfigsRequest()
+		alt.Version = 2
+		ar := kmsg.NewAlterConfigsRequestResource()
+		ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeTopic, tc.name
+		ar.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}
+		alt.Resources = append(alt.Resources, ar)
+		_, r = c.do(alt)
+		if got := r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode; got != tc.want {
+			t.Errorf("alter topic %q: %s, want %s", tc.name, codeName(got), codeName(tc.want))
 		}
 	}
 }

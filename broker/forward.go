@@ -567,10 +567,15 @@ func (b *Broker) forwardAlterConfigs(ctx context.Context, id int32, res controll
 	return fmt.Errorf("%w: the controller did not answer for the resource", kerr.UnknownServerError)
 }
 
-// configResourceFor is configResource, except that a peer broker forwarding
-// a change of its own broker config may name any registered broker: the
-// check that a client names the broker it talks to was made there.
+// configResourceFor is configResource for a change, except that a peer
+// broker forwarding a change of its own broker config may name any
+// registered broker: the check that a client names the broker it talks to
+// was made there. The empty topic name is INVALID_REQUEST, as Kafka's
+// ControllerConfigurationValidator answers a change of it.
 func (b *Broker) configResourceFor(ctx context.Context, img *controller.Image, typ int8, name string) (controller.ConfigResource, error) {
+	if typ == resourceTopic && name == "" {
+		return controller.ConfigResource{}, fmt.Errorf("%w: Default topic resources are not allowed.", kerr.InvalidRequest)
+	}
 	if fromPeer(ctx) && typ == resourceBroker && name != "" {
 		if id, err := strconv.Atoi(name); err == nil && img.Brokers[int32(id)] != nil {
 			return controller.ConfigResource{Type: typ, Name: name}, nil
