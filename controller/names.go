@@ -31,12 +31,14 @@ func IsInternalTopic(name string) bool { return internalTopics[name] }
 
 // ValidateTopicName checks Kafka's rules for a topic name (Kafka's
 // Topic.validate), returning an INVALID_TOPIC_EXCEPTION with Kafka's
-// wording. Brokers check it before asking for a topic to be auto-created,
-// as Kafka's do, so that a client asking for an illegal name learns so
-// instead of waiting for a topic that never comes.
+// wording. Brokers check names with it where Kafka's brokers do, without
+// asking the controller: a Metadata request's topics (an illegal name is
+// never auto-created, and the client learns so instead of waiting for a
+// topic that never comes) and config resources.
 func ValidateTopicName(name string) error { return validateTopicName(name) }
 
-// validateTopicName is ValidateTopicName.
+// validateTopicName is ValidateTopicName, the name the controller's own
+// checks use.
 func validateTopicName(name string) error {
 	switch {
 	case name == "":
