@@ -9,7 +9,9 @@ package broker
 // drops them. Asked of the transaction coordinator; the answer is that of
 // AddPartitionsToTxn for that one partition (PRODUCER_FENCED is
 // INVALID_PRODUCER_EPOCH before v2, KIP-588). __consumer_offsets is created
-// here if no FindCoordinator for a group did it yet.
+// here if no FindCoordinator for a group did it yet. The group id is not
+// checked, as in Kafka's KafkaApis: the empty one has a partition like any
+// other, and TxnOffsetCommit refuses it (INVALID_GROUP_ID).
 
 import (
 	"context"
@@ -25,10 +27,6 @@ import (
 func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp, nil
-	}
 	if err := b.ensureOffsetsTopic(ctx); err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil

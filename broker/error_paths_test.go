@@ -397,3 +397,40 @@ func TestConfigResourceNames(t *testing.T) {
 		}
 	}
 }
+
+// TestAddOffsetsToTxnEmptyGroupID: Kafka's AddOffsetsToTxn adds the empty
+// group id's __consumer_offsets partition like any other
+// (KafkaApis.handleAddOffsetsToTxnRequest checks no group name); it is
+// TxnOffsetCommit that refuses the empty id, with INVALID_GROUP_ID.
+func TestAddOffsetsToTxnEmptyGroupID(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	findTxnCoordinator(t, c, "tx-empty-group")
+	findGroupCoordinator(t, c, "")
+	var pid int64
+	var epoch int16
+	for range 100 {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.Version = 4
+		init.TransactionalID = kmsg.StringPtr("tx-empty-group")
+		init.TransactionTimeoutMillis = 60000
+		init.ProducerID, init.ProducerEpoch = -1, -1
+		_, r := c.do(init)
+		resp := r.(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode == 0 {
+			pid, epoch = resp.ProducerID, resp.ProducerEpoch
+			break
+		}
+		if !kerr.IsRetriable(kerr.ErrorForCode(resp.ErrorCode)) {
+			t.Fatalf("init producer id: %s", codeName(resp.ErrorCode))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.Version = 3
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "tx-empty-group", pid, epoch, ""
+	_, r := c.do(add)
+	if got := r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode; got != 0 {
+		t.Fatalf("add offsets of the empty group id: %s, want NONE", codeName(got))
+	}
+}
