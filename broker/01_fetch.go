@@ -45,7 +45,11 @@ package broker
 // LastFetchedEpoch (v12+, KIP-595) that diverges from the leader's epoch
 // history is answered with DivergingEpoch and no records. Incremental fetch
 // sessions (KIP-227) are not offered: every response carries SessionID 0,
-// which tells the client to keep sending full fetch requests.
+// which tells the client to keep sending full fetch requests. An
+// incremental request (v7+, SessionEpoch neither 0 nor -1) names a session
+// this broker does not have, and is answered FETCH_SESSION_ID_NOT_FOUND at
+// the top level with no partitions, as Kafka's FetchManager answers an
+// unknown session; the client then sends a full fetch.
 
 import (
 	"context"
@@ -63,6 +67,11 @@ import (
 
 func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.FetchRequest)
+	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID

@@ -434,3 +434,45 @@ func TestAddOffsetsToTxnEmptyGroupID(t *testing.T) {
 		t.Fatalf("add offsets of the empty group id: %s, want NONE", codeName(got))
 	}
 }
+
+// TestFetchIncrementalWithoutSession: sluice offers no fetch sessions
+// (every answer's SessionID is 0), so an incremental fetch (SessionEpoch
+// other than 0 or -1) names a session it does not have: Kafka's
+// FetchManager.newContext answers FETCH_SESSION_ID_NOT_FOUND at the top
+// level with no partitions, and the client falls back to a full fetch. A
+// full fetch (epoch 0 or -1) is served whatever session id it names.
+func TestFetchIncrementalWithoutSession(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	for _, tc := range []struct {
+		sessionID, epoch int32
+		want             int16
+	}{
+		{0, 0, 0},
+		{0, -1, 0},
+		{12345, 0, 0},
+		{12345, -1, 0},
+		{12345, 1, kerr.FetchSessionIDNotFound.Code},
+		{0, 5, kerr.FetchSessionIDNotFound.Code},
+	} {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		req.MaxBytes = 1 << 20
+		req.SessionID, req.SessionEpoch = tc.sessionID, tc.epoch
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "codes-t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
+		_, r := c.do(req)
+		resp := r.(*kmsg.FetchResponse)
+		if resp.ErrorCode != tc.want {
+			t.Errorf("session %d epoch %d: %s, want %s", tc.sessionID, tc.epoch, codeName(resp.ErrorCode), codeName(tc.want))
+		}
+		if tc.want != 0 && len(resp.Topics) != 0 {
+			t.Errorf("session %d epoch %d: %d topics in a session error", tc.sessionID, tc.epoch, len(resp.Topics))
+		}
+		if tc.want == 0 && (len(resp.Topics) != 1 || resp.SessionID != 0) {
+			t.Errorf("session %d epoch %d: %d topics, session %d", tc.sessionID, tc.epoch, len(resp.Topics), resp.SessionID)
+		}
+	}
+}
