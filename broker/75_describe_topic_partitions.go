@@ -7,6 +7,11 @@ package broker
 // partition, and at most ResponsePartitionLimit partitions in all (Kafka's
 // cap is 2000); when partitions remain, NextCursor names the first of them.
 // Eligible-leader replicas are empty: sluice does not implement ELR.
+//
+// As Kafka's DescribeTopicPartitionsRequestHandler: a cursor whose topic is
+// not among the listed topics, or whose partition is negative, is
+// INVALID_REQUEST for every listed topic, and a partition limit below 1
+// counts as 1.
 
 import (
 	"context"
@@ -37,10 +42,17 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.
 		slices.Sort(names)
 		names = slices.Compact(names)
 	}
-	limit := int(req.ResponsePartitionLimit)
-	if limit <= 0 || limit > maxDescribePartitions {
-		limit = maxDescribePartitions
+	if req.Cursor != nil && (req.Cursor.Partition < 0 ||
+		len(req.Topics) > 0 && !slices.Contains(names, req.Cursor.Topic)) {
+		for _, t := range req.Topics {
+			st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			st.Topic = kmsg.StringPtr(t.Topic)
+			st.ErrorCode = kerr.InvalidRequest.Code
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
 	}
+	limit := min(max(int(req.ResponsePartitionLimit), 1), maxDescribePartitions)
 	startPartition := int32(0)
 	if req.Cursor != nil {
 		i, _ := slices.BinarySearch(names, req.Cursor.Topic)

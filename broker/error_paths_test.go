@@ -476,3 +476,47 @@ func TestFetchIncrementalWithoutSession(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeTopicPartitionsCursorAndLimit: as Kafka's
+// DescribeTopicPartitionsRequestHandler, a cursor naming a topic the
+// request does not list, or a negative cursor partition, is INVALID_REQUEST
+// for every listed topic, and the partition limit is at least 1 (a limit
+// of 0 answers one partition and a cursor, not every partition).
+func TestDescribeTopicPartitionsCursorAndLimit(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-a", 3, nil)
+	createTopic(t, n, "codes-b", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	describe := func(limit int32, cursor *kmsg.DescribeTopicPartitionsRequestCursor, topics ...string) *kmsg.DescribeTopicPartitionsResponse {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.ResponsePartitionLimit = limit
+		req.Cursor = cursor
+		for _, name := range topics {
+			req.Topics = append(req.Topics, kmsg.DescribeTopicPartitionsRequestTopic{Topic: name})
+		}
+		_, r := c.do(req)
+		return r.(*kmsg.DescribeTopicPartitionsResponse)
+	}
+	for _, tc := range []struct {
+		name   string
+		cursor *kmsg.DescribeTopicPartitionsRequestCursor
+	}{
+		{"cursor topic not listed", &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "codes-c", Partition: 0}},
+		{"negative cursor partition", &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "codes-a", Partition: -1}},
+	} {
+		resp := describe(2000, tc.cursor, "codes-a", "codes-b")
+		if len(resp.Topics) != 2 {
+			t.Errorf("%s: %d topics, want both listed", tc.name, len(resp.Topics))
+			continue
+		}
+		for _, st := range resp.Topics {
+			if st.ErrorCode != kerr.InvalidRequest.Code || len(st.Partitions) != 0 {
+				t.Errorf("%s: topic %s: %s with %d partitions, want INVALID_REQUEST", tc.name, *st.Topic, codeName(st.ErrorCode), len(st.Partitions))
+			}
+		}
+	}
+	resp := describe(0, nil, "codes-a")
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.NextCursor == nil || resp.NextCursor.Partition != 1 {
+		t.Errorf("limit 0: %d topics, next cursor %+v; want one partition and a cursor at partition 1", len(resp.Topics), resp.NextCursor)
+	}
+}
