@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,3 +247,67 @@ func TestApiVersionsV5RealClient(t *testing.T) {
 		t.Fatalf("franz-go named %v in ApiVersions v5, want %s/%d", named, cluster, node)
 	}
 }
+
+// TestApiVersionsV5RealClientMisrouted: a franz-go client whose Metadata
+// says node 7 of cluster "c-stale" is at this address, which is node 7 of
+// "c-here", is told REBOOTSTRAP_REQUIRED when it connects there, and
+// rebootstraps instead of talking to the wrong cluster.
+func TestApiVersionsV5RealClientMisrouted(t *testing.T) {
+	const node = int32(7)
+	r := NewRouter(quietLogger(t))
+	r.SetIdentity(func() (string, int32) { return "c-here", node })
+	var mu sync.Mutex
+	var host string
+	var port int32
+	r.Register(3, 0, 12, func(_ context.Context, req *Request) (kmsg.Response, error) {
+		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
+		resp.ClusterID = kmsg.StringPtr("c-stale")
+		resp.ControllerID = node
+		mu.Lock()
+		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: node, Host: host, Port: port}}
+		mu.Unlock()
+		return resp, nil
+	})
+	_, addr := startServer(t, r, nil)
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, _ := strconv.Atoi(p)
+	mu.Lock()
+	host, port = h, int32(pn)
+	mu.Unlock()
+
+	var logged sync.Map
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0),
+		kgo.WithLogger(logFunc(func(_ kgo.LogLevel, msg string, _ ...any) {
+			if strings.Contains(msg, "REBOOTSTRAP_REQUIRED") {
+				logged.Store(msg, true)
+			}
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The seed connection names no ids and is answered.
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	// The connection to node 7 names c-stale/7 and is refused.
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.Broker(int(node))); err == nil {
+		t.Fatal("request through the misrouted connection succeeded")
+	}
+	n := 0
+	logged.Range(func(any, any) bool { n++; return true })
+	if n == 0 {
+		t.Fatal("franz-go did not report REBOOTSTRAP_REQUIRED")
+	}
+}
+
+// logFunc adapts a function to kgo.Logger.
+type logFunc func(level kgo.LogLevel, msg string, kv ...any)
+
+func (f logFunc) Level() kgo.LogLevel                           { return kgo.LogLevelWarn }
+func (f logFunc) Log(level kgo.LogLevel, msg string, kv ...any) { f(level, msg, kv...) }
