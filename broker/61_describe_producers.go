@@ -5,8 +5,11 @@ package broker
 // kafka-transactions.sh describe-producers shows them: producer id and
 // epoch, last sequence and timestamp, the coordinator epoch of the last
 // marker and the first offset of the open transaction (-1 if none).
-// Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION, partitions this broker
-// does not lead NOT_LEADER_OR_FOLLOWER, as in Kafka.
+// Any replica answers from its own producer table, a follower too (KIP-664
+// lets kafka-transactions.sh ask a chosen broker; Kafka's
+// Partition.activeProducerState answers from the replica's log). Unknown
+// partitions are UNKNOWN_TOPIC_OR_PARTITION, partitions this broker holds
+// no replica of NOT_LEADER_OR_FOLLOWER, as in Kafka.
 
 import (
 	"context"
@@ -47,9 +50,6 @@ func (b *Broker) describeProducers(known bool, tp logstore.TopicPartition, sp *k
 	p, err := b.hostedReplica(tp)
 	if err != nil {
 		return errorCode(err)
-	}
-	if leader, _ := p.state(); leader != b.cfg.NodeID {
-		return kerr.NotLeaderForPartition.Code
 	}
 	for _, e := range p.activeProducers() {
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()

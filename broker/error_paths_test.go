@@ -5,11 +5,13 @@ package broker_test
 // on one connection so that no client-side retry or routing hides it.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
@@ -518,5 +520,36 @@ func TestDescribeTopicPartitionsCursorAndLimit(t *testing.T) {
 	resp := describe(0, nil, "codes-a")
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.NextCursor == nil || resp.NextCursor.Partition != 1 {
 		t.Errorf("limit 0: %d topics, next cursor %+v; want one partition and a cursor at partition 1", len(resp.Topics), resp.NextCursor)
+	}
+}
+
+// TestDescribeProducersOnFollower: KIP-664 lets kafka-transactions.sh ask
+// any replica (--broker-id): Kafka's Partition.activeProducerState answers
+// from the replica's log on a follower too, not NOT_LEADER_OR_FOLLOWER. A
+// broker without a replica of the partition still says
+// NOT_LEADER_OR_FOLLOWER.
+func TestDescribeProducersOnFollower(t *testing.T) {
+	c := sluicetest.StartCluster(t, 3)
+	c.WaitForBrokers(3)
+	cl := c.Client()
+	createAssigned(t, cl, "producers-t", []int32{1, 2}, nil)
+	c.WaitForISR("producers-t", 0, 2)
+	produceKeyed(t, c.Client(kgo.DefaultProduceTopic("producers-t")), "producers-t", 0, 5)
+	describe := func(node int) kmsg.DescribeProducersResponseTopicPartition {
+		rc := dialRawConn(t, c.Node(node).Addr())
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "producers-t", Partitions: []int32{0}}}
+		_, r := rc.do(req)
+		return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+	}
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		p := describe(2)
+		if p.ErrorCode != 0 || len(p.ActiveProducers) != 1 {
+			return fmt.Errorf("follower: %s with %d producers, want NONE with the one producer", codeName(p.ErrorCode), len(p.ActiveProducers))
+		}
+		return nil
+	})
+	if p := describe(3); p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("broker without a replica: %s, want NOT_LEADER_OR_FOLLOWER", codeName(p.ErrorCode))
 	}
 }
