@@ -553,3 +553,67 @@ func TestDescribeProducersOnFollower(t *testing.T) {
 		t.Fatalf("broker without a replica: %s, want NOT_LEADER_OR_FOLLOWER", codeName(p.ErrorCode))
 	}
 }
+
+// TestAdminErrorMessages: the messages a CLI prints for a missing topic or
+// partition in ElectLeaders and AlterPartitionReassignments, a cancel with
+// nothing to cancel, and a consumer-group heartbeat to a missing group are
+// Kafka's (ReplicationControlManager.electLeader and
+// alterPartitionReassignment, Errors.NO_REASSIGNMENT_IN_PROGRESS,
+// GroupMetadataManager.getOrMaybeCreateConsumerGroup).
+func TestAdminErrorMessages(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	msg := func(m *string) string {
+		if m == nil {
+			return "<nil>"
+		}
+		return *m
+	}
+	check := func(what string, code int16, m *string, wantCode int16, want string) {
+		t.Helper()
+		if code != wantCode || msg(m) != want {
+			t.Errorf("%s: %s %q, want %s %q", what, codeName(code), msg(m), codeName(wantCode), want)
+		}
+	}
+
+	elect := kmsg.NewPtrElectLeadersRequest()
+	elect.Version = 2
+	elect.TimeoutMillis = 10000
+	elect.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "missing-t", Partitions: []int32{0}}, {Topic: "codes-t", Partitions: []int32{7}}}
+	_, r := c.do(elect)
+	er := r.(*kmsg.ElectLeadersResponse)
+	if len(er.Topics) != 2 {
+		t.Fatalf("elect leaders: %d topics", len(er.Topics))
+	}
+	p := er.Topics[0].Partitions[0]
+	check("elect missing topic", p.ErrorCode, p.ErrorMessage, kerr.UnknownTopicOrPartition.Code, "No such topic as missing-t")
+	p = er.Topics[1].Partitions[0]
+	check("elect missing partition", p.ErrorCode, p.ErrorMessage, kerr.UnknownTopicOrPartition.Code, "No such partition as codes-t-7")
+
+	alter := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	alter.TimeoutMillis = 10000
+	alter.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{
+		{Topic: "missing-t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}}},
+		{Topic: "codes-t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 7}, {Partition: 0}}},
+	}
+	_, r = c.do(alter)
+	ar := r.(*kmsg.AlterPartitionAssignmentsResponse)
+	if len(ar.Topics) != 2 || len(ar.Topics[1].Partitions) != 2 {
+		t.Fatalf("alter reassignments: %+v", ar)
+	}
+	ap := ar.Topics[0].Partitions[0]
+	check("reassign missing topic", ap.ErrorCode, ap.ErrorMessage, kerr.UnknownTopicOrPartition.Code, "Unable to find a topic named missing-t.")
+	ap = ar.Topics[1].Partitions[0]
+	check("reassign missing partition", ap.ErrorCode, ap.ErrorMessage, kerr.UnknownTopicOrPartition.Code, "Unable to find partition codes-t:7.")
+	ap = ar.Topics[1].Partitions[1]
+	check("cancel without reassignment", ap.ErrorCode, ap.ErrorMessage, kerr.NoReassignmentInProgress.Code, "No partition reassignment is in progress.")
+
+	findGroupCoordinator(t, c, "cg-missing")
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version = 1
+	hb.Group, hb.MemberID, hb.MemberEpoch = "cg-missing", "member-1", 3
+	_, r = c.do(hb)
+	hr := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+	check("heartbeat to a missing consumer group", hr.ErrorCode, hr.ErrorMessage, kerr.GroupIDNotFound.Code, "Consumer group cg-missing not found.")
+}

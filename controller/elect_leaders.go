@@ -159,10 +159,10 @@ func decideElectionByName(img *Image, topic string, partition int32, typ Electio
 		if err := validateTopicName(topic); err != nil {
 			return partitionChange{}, err
 		}
-		return partitionChange{}, fmt.Errorf("%w: no such topic as %s", kerr.UnknownTopicOrPartition, topic)
+		return partitionChange{}, fmt.Errorf("%w: No such topic as %s", kerr.UnknownTopicOrPartition, topic)
 	}
 	if partition < 0 || int(partition) >= len(t.Partitions) {
-		return partitionChange{}, fmt.Errorf("%w: no such partition as %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
+		return partitionChange{}, fmt.Errorf("%w: No such partition as %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
 	}
 	return decideElection(t.ID, t.Partitions[partition], typ, live)
 }

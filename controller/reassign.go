@@ -129,9 +129,14 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 			continue
 		}
 		seen[k] = true
+		// Kafka's messages (ReplicationControlManager.alterPartitionReassignment).
 		t := img.Topics[r.Topic]
-		if t == nil || r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
-			results[i].Err = fmt.Errorf("%w: Unable to find partition %s-%d.", kerr.UnknownTopicOrPartition, r.Topic, r.Partition)
+		if t == nil {
+			results[i].Err = fmt.Errorf("%w: Unable to find a topic named %s.", kerr.UnknownTopicOrPartition, r.Topic)
+			continue
+		}
+		if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
+			results[i].Err = fmt.Errorf("%w: Unable to find partition %s:%d.", kerr.UnknownTopicOrPartition, r.Topic, r.Partition)
 			continue
 		}
 		if r.Replicas != nil {
@@ -150,7 +155,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 		}
 		rec, changed, err := planReassignment(t.ID, p, r.Replicas, live)
 		if err != nil {
-			results[i].Err = fmt.Errorf("%w: %s-%d", err, r.Topic, r.Partition)
+			results[i].Err = err
 			continue
 		}
 		if changed {

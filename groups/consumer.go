@@ -241,7 +241,7 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 		return heartbeatError(v, errCode(err), "")
 	}
 	if g == nil {
-		return heartbeatError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s not found.", req.Group))
+		return heartbeatError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", req.Group))
 	}
 
 	g.writeMu.Lock()
