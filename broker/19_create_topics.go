@@ -8,6 +8,11 @@ package broker
 // topic is immediately usable. validateOnly (v1+) runs every check and
 // creates nothing. v5+ (KIP-525) returns the partition count, replication
 // factor and the topic's full effective config; v7 the topic id (KIP-516).
+// A manual assignment that names a partition twice is
+// INVALID_REPLICA_ASSIGNMENT ("Found multiple manual partition assignments
+// for partition N", as Kafka's ReplicationControlManager answers), checked
+// here before the controller sees the topic, so it comes before the
+// controller's other checks of that topic.
 // A name given twice in one request is answered once, INVALID_REQUEST
 // "Duplicate topic name.", and is not created, as KRaft's ControllerApis
 // answers it. A request for more than 10,000 partitions in all fails as a
@@ -19,6 +24,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,6 +43,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		seen[rt.Topic]++
 	}
 	var create []controller.CreateTopic
+	// refused holds the topics answered here, not sent to the controller:
+	// a manual assignment naming a partition twice (the controller's
+	// assignment is a map, which would keep the last).
+	refused := make(map[string]error)
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] > 1 {
 			continue
@@ -45,7 +55,15 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		if len(rt.ReplicaAssignment) > 0 {
 			ct.Assignment = make(map[int32][]int32, len(rt.ReplicaAssignment))
 			for _, a := range rt.ReplicaAssignment {
+				if _, twice := ct.Assignment[a.Partition]; twice {
+					refused[rt.Topic] = fmt.Errorf("%w: Found multiple manual partition assignments for partition %d",
+						kerr.InvalidReplicaAssignment, a.Partition)
+					break
+				}
 				ct.Assignment[a.Partition] = a.Replicas
+			}
+			if refused[rt.Topic] != nil {
+				continue
 			}
 		}
 		if len(rt.Configs) > 0 {
@@ -57,9 +75,12 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		create = append(create, ct)
 	}
 	results := b.createTopics(ctx, create, req.ValidateOnly)
-	byName := make(map[string]controller.CreateTopicResult, len(results))
+	byName := make(map[string]controller.CreateTopicResult, len(results)+len(refused))
 	for _, res := range results {
 		byName[res.Name] = res
+	}
+	for name, err := range refused {
+		byName[name] = controller.CreateTopicResult{Name: name, Err: err}
 	}
 	duplicateCode, duplicateMessage := kerr.InvalidRequest.Code, "Duplicate topic name."
 	if len(results) > 0 && isExcessivePartitions(results[0].Err) {

@@ -617,3 +617,37 @@ func TestAdminErrorMessages(t *testing.T) {
 	hr := r.(*kmsg.ConsumerGroupHeartbeatResponse)
 	check("heartbeat to a missing consumer group", hr.ErrorCode, hr.ErrorMessage, kerr.GroupIDNotFound.Code, "Consumer group cg-missing not found.")
 }
+
+// TestCreateTopicsRepeatedAssignment: a manual assignment that names a
+// partition twice is INVALID_REPLICA_ASSIGNMENT, as Kafka's
+// ReplicationControlManager.createTopic answers ("Found multiple manual
+// partition assignments for partition 0"), and nothing is created; sluice
+// took the last of them.
+func TestCreateTopicsRepeatedAssignment(t *testing.T) {
+	n := groupNode(t)
+	c := dialRawConn(t, n.Addr())
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "repeated-asg", -1, -1
+	rt.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{
+		{Partition: 0, Replicas: []int32{1}},
+		{Partition: 0, Replicas: []int32{1}},
+	}
+	req.Topics = append(req.Topics, rt)
+	_, r := c.do(req)
+	st := r.(*kmsg.CreateTopicsResponse).Topics[0]
+	want := "Found multiple manual partition assignments for partition 0"
+	if st.ErrorCode != kerr.InvalidReplicaAssignment.Code || st.ErrorMessage == nil || *st.ErrorMessage != want {
+		t.Fatalf("repeated partition: %s %v, want INVALID_REPLICA_ASSIGNMENT %q", codeName(st.ErrorCode), st.ErrorMessage, want)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	md.AllowAutoTopicCreation = false
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("repeated-asg")}}
+	_, r = c.do(md)
+	if mt := r.(*kmsg.MetadataResponse).Topics[0]; mt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("the refused topic exists: %s", codeName(mt.ErrorCode))
+	}
+}
