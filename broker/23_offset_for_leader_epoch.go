@@ -7,7 +7,10 @@ package broker
 // read from the log's leader-epoch cache (KIP-101, KIP-279). Consumers use it
 // to detect log truncation after an unclean leader change (KIP-320),
 // followers to truncate before fetching. CurrentLeaderEpoch is checked as in
-// Fetch. An epoch older than anything known answers -1 / -1.
+// Fetch. As in Kafka's LeaderEpochFileCache.endOffsetFor, epoch -1, an
+// epoch above every known one, or an empty history answers -1 / -1, and an
+// epoch older than every known one answers itself with the start offset of
+// the oldest known epoch.
 
 import (
 	"context"
