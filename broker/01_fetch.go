@@ -42,6 +42,9 @@ package broker
 // KIP-516), NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH
 // for a CurrentLeaderEpoch older / newer than the leader's (KIP-320),
 // OFFSET_OUT_OF_RANGE below the log start offset or beyond the log end. A
+// replica fetch from a broker that is not among the partition's replicas is
+// UNKNOWN_LEADER_EPOCH if it names the current leader epoch and
+// NOT_LEADER_OR_FOLLOWER if it names none, as in Kafka. A
 // LastFetchedEpoch (v12+, KIP-595) that diverges from the leader's epoch
 // history is answered with DivergingEpoch and no records. Incremental fetch
 // sessions (KIP-227) are not offered: every response carries SessionID 0,
@@ -335,6 +338,13 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		return nil, 0, err
 	}
 	if replicaID >= 0 && !p.isReplica(replicaID) {
+		// Kafka's Partition.followerReplicaOrThrow: with the current
+		// epoch the follower is told to retry (the leader may not know
+		// of it yet, as in a reassignment), without one that this is not
+		// its leader.
+		if current >= 0 {
+			return nil, 0, kerr.UnknownLeaderEpoch
+		}
 		return nil, 0, kerr.NotLeaderForPartition
 	}
 	changed := p.watchFetch(replicaID)

@@ -651,3 +651,41 @@ func TestCreateTopicsRepeatedAssignment(t *testing.T) {
 		t.Fatalf("the refused topic exists: %s", codeName(mt.ErrorCode))
 	}
 }
+
+// TestFetchFromUnassignedReplica: a replica fetch from a broker the leader
+// does not count among the partition's replicas is UNKNOWN_LEADER_EPOCH
+// when the request carries the current leader epoch, so the follower
+// retries until the leader learns of it (a reassignment adding it), and
+// NOT_LEADER_OR_FOLLOWER without one, as Kafka's
+// Partition.followerReplicaOrThrow answers.
+func TestFetchFromUnassignedReplica(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("codes-t")}}
+	_, r := c.do(md)
+	epoch := r.(*kmsg.MetadataResponse).Topics[0].Partitions[0].LeaderEpoch
+	for _, tc := range []struct {
+		current int32
+		want    int16
+	}{
+		{epoch, kerr.UnknownLeaderEpoch.Code},
+		{-1, kerr.NotLeaderForPartition.Code},
+	} {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		req.ReplicaID = 9
+		req.MaxBytes = 1 << 20
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rp.CurrentLeaderEpoch = tc.current
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "codes-t", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
+		_, r := c.do(req)
+		resp := r.(*kmsg.FetchResponse)
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+			t.Errorf("replica 9, current leader epoch %d: %s, want %s", tc.current, codeName(got), codeName(tc.want))
+		}
+	}
+}
