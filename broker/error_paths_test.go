@@ -689,3 +689,39 @@ func TestFetchFromUnassignedReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementalAlterConfigsListOpMessages: APPEND or SUBTRACT on a topic
+// config that is not a list carries the message of Kafka's
+// ConfigurationControlManager; on a broker config, that of its
+// ConfigAdminManager. Both are INVALID_CONFIG.
+func TestIncrementalAlterConfigsListOpMessages(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	for _, tc := range []struct {
+		typ        kmsg.ConfigResourceType
+		name, key  string
+		op         kmsg.IncrementalAlterConfigOp
+		wantPrefix string
+	}{
+		{kmsg.ConfigResourceTypeTopic, "codes-t", "retention.ms", kmsg.IncrementalAlterConfigOpAppend, "Can't APPEND to key retention.ms because its type is not LIST."},
+		{kmsg.ConfigResourceTypeTopic, "codes-t", "retention.ms", kmsg.IncrementalAlterConfigOpSubtract, "Can't SUBTRACT to key retention.ms because its type is not LIST."},
+		{kmsg.ConfigResourceTypeBroker, "1", "log.retention.ms", kmsg.IncrementalAlterConfigOpAppend, "Config value append is not allowed for config key: log.retention.ms"},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = 1
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = tc.typ, tc.name
+		rr.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: tc.key, Op: tc.op, Value: kmsg.StringPtr("1000")}}
+		req.Resources = append(req.Resources, rr)
+		_, r := c.do(req)
+		res := r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+		if res.ErrorCode != kerr.InvalidConfig.Code || res.ErrorMessage == nil || *res.ErrorMessage != tc.wantPrefix {
+			msg := "<nil>"
+			if res.ErrorMessage != nil {
+				msg = *res.ErrorMessage
+			}
+			t.Errorf("%v %s %v: %s %q, want INVALID_CONFIG %q", tc.typ, tc.key, tc.op, codeName(res.ErrorCode), msg, tc.wantPrefix)
+		}
+	}
+}

@@ -110,9 +110,14 @@ func (c *Controller) AlterConfigs(ctx context.Context, res ConfigResource, ops [
 			}
 		case OpAppend, OpSubtract:
 			if c.cfg.IsListConfig != nil && !c.cfg.IsListConfig(res.Type, op.Key) {
+				// Kafka's messages: its controller's for a topic,
+				// its brokers' ConfigAdminManager's for a broker.
 				verb := "append"
 				if kind == OpSubtract {
 					verb = "subtract"
+				}
+				if res.Type == ResourceTopic {
+					return fmt.Errorf("%w: Can't %s to key %s because its type is not LIST.", kerr.InvalidConfig, strings.ToUpper(verb), op.Key)
 				}
 				return fmt.Errorf("%w: Config value %s is not allowed for config key: %s", kerr.InvalidConfig, verb, op.Key)
 			}
