@@ -6,7 +6,8 @@ package broker
 // The controller removes each topic from the metadata log; every broker then
 // drops its replicas' logs as it applies the change. Unknown names are
 // UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; with
-// delete.topic.enable=false every topic gets TOPIC_DELETION_DISABLED.
+// delete.topic.enable=false every topic gets TOPIC_DELETION_DISABLED
+// (INVALID_REQUEST before v3, as in Kafka).
 //
 // As in Kafka's controller, a name or an id given more than once is
 // answered once, with INVALID_REQUEST ("Duplicate topic name." / "Duplicate
@@ -45,10 +46,16 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 	}
 
 	if !b.cfg.DeleteTopicEnable {
+		// Kafka's ControllerApis.deleteTopics: v0–v2 have no
+		// TOPIC_DELETION_DISABLED and get INVALID_REQUEST.
+		code, msg := kerr.TopicDeletionDisabled.Code, (*string)(nil)
+		if req.Version < 3 {
+			code, msg = kerr.InvalidRequest.Code, kmsg.StringPtr("Topic deletion is disabled.")
+		}
 		for _, t := range topics {
 			st := kmsg.NewDeleteTopicsResponseTopic()
 			st.Topic, st.TopicID = t.name, t.id
-			st.ErrorCode = kerr.TopicDeletionDisabled.Code
+			st.ErrorCode, st.ErrorMessage = code, msg
 			resp.Topics = append(resp.Topics, st)
 		}
 		return resp, nil

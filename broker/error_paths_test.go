@@ -725,3 +725,37 @@ func TestIncrementalAlterConfigsListOpMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteTopicsDisabledByVersion: with delete.topic.enable=false Kafka's
+// ControllerApis.deleteTopics answers INVALID_REQUEST ("Topic deletion is
+// disabled.") before v3, which has no TOPIC_DELETION_DISABLED, and
+// TOPIC_DELETION_DISABLED from v3.
+func TestDeleteTopicsDisabledByVersion(t *testing.T) {
+	n := sluicetest.Start(t, "delete.topic.enable=false")
+	createTopic(t, n, "codes-t", 1, nil)
+	c := dialRawConn(t, n.Addr())
+	for _, tc := range []struct {
+		v    int16
+		want int16
+	}{
+		{1, kerr.InvalidRequest.Code},
+		{2, kerr.InvalidRequest.Code},
+		{3, kerr.TopicDeletionDisabled.Code},
+		{6, kerr.TopicDeletionDisabled.Code},
+	} {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version = tc.v
+		req.TimeoutMillis = 10000
+		req.TopicNames = []string{"codes-t"}
+		req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("codes-t")}}
+		_, r := c.do(req)
+		resp := r.(*kmsg.DeleteTopicsResponse)
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != tc.want {
+			got := "no topic"
+			if len(resp.Topics) > 0 {
+				got = codeName(resp.Topics[0].ErrorCode)
+			}
+			t.Errorf("v%d: %s, want %s", tc.v, got, codeName(tc.want))
+		}
+	}
+}
