@@ -759,3 +759,34 @@ func TestDeleteTopicsDisabledByVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestCreatePartitionsNoIncreaseMessages: a CreatePartitions count that is
+// not an increase is INVALID_PARTITIONS with the messages of Kafka's KRaft
+// controller (ReplicationControlManager.createPartitions), not those of
+// the old ZooKeeper admin code.
+func TestCreatePartitionsNoIncreaseMessages(t *testing.T) {
+	n := groupNode(t)
+	createTopic(t, n, "codes-t", 2, nil)
+	c := dialRawConn(t, n.Addr())
+	for _, tc := range []struct {
+		count int32
+		want  string
+	}{
+		{2, "Topic already has 2 partition(s)."},
+		{1, "The topic codes-t currently has 2 partition(s); 1 would not be an increase."},
+	} {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version = 3
+		req.TimeoutMillis = 10000
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "codes-t", Count: tc.count}}
+		_, r := c.do(req)
+		st := r.(*kmsg.CreatePartitionsResponse).Topics[0]
+		if st.ErrorCode != kerr.InvalidPartitions.Code || st.ErrorMessage == nil || *st.ErrorMessage != tc.want {
+			msg := "<nil>"
+			if st.ErrorMessage != nil {
+				msg = *st.ErrorMessage
+			}
+			t.Errorf("count %d: %s %q, want INVALID_PARTITIONS %q", tc.count, codeName(st.ErrorCode), msg, tc.want)
+		}
+	}
+}

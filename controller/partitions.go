@@ -97,10 +97,10 @@ func planPartitions(img *Image, brokers []placementBroker, r CreatePartitions) (
 	}
 	current := int32(len(t.Partitions))
 	switch {
+	case r.Count == current: // Kafka's KRaft controller's messages
+		return newPartitionsRecord{}, fmt.Errorf("%w: Topic already has %d partition(s).", kerr.InvalidPartitions, current)
 	case r.Count < current:
-		return newPartitionsRecord{}, fmt.Errorf("%w: Topic currently has %d partitions, which is higher than the requested %d.", kerr.InvalidPartitions, current, r.Count)
-	case r.Count == current:
-		return newPartitionsRecord{}, fmt.Errorf("%w: Topic already has %d partitions.", kerr.InvalidPartitions, current)
+		return newPartitionsRecord{}, fmt.Errorf("%w: The topic %s currently has %d partition(s); %d would not be an increase.", kerr.InvalidPartitions, r.Topic, current, r.Count)
 	}
 	add := int(r.Count - current)
 	var partition0 []int32
