@@ -57,6 +57,7 @@ type rowEnv struct {
 func allRows() []row {
 	rows := []row{
 		kgoSuiteRow(),
+		kafkagoRow(),
 		kcatRoundTripRow(),
 		kcatMetadataRow(),
 		pythonConfluentRow(),
