@@ -4,8 +4,10 @@ package broker
 //
 // Every group this node coordinates (a client asks each broker). v4+
 // filters by state (KIP-518), v5 by type (KIP-848): "classic", or
-// "consumer" for groups of the consumer group protocol. While a __consumer_offsets partition is still loading the
-// answer carries COORDINATOR_LOAD_IN_PROGRESS with the groups loaded so far.
+// "consumer" for groups of the consumer group protocol. While a
+// __consumer_offsets partition is still loading the answer is
+// COORDINATOR_LOAD_IN_PROGRESS alone, as Kafka's GroupCoordinatorService
+// answers, and the client asks again.
 
 import (
 	"context"

@@ -8,8 +8,8 @@ package broker
 // running time (KIP-994: transactions started longer ago than
 // DurationFilterMillis) and v2's regular expression on the id (KIP-1152;
 // Go's RE2 syntax, an invalid one is INVALID_REGULAR_EXPRESSION). While a
-// led partition loads the answer is COORDINATOR_LOAD_IN_PROGRESS with the
-// ids of the loaded ones.
+// led partition loads the answer is COORDINATOR_LOAD_IN_PROGRESS alone, as
+// Kafka's TransactionStateManager answers, and the client asks again.
 
 import (
 	"context"
@@ -34,9 +34,7 @@ func (b *Broker) handleListTransactions(ctx context.Context, r *protocol.Request
 		}
 		f.States = append(f.States, s)
 	}
-	if len(req.StateFilters) > 0 && len(f.States) == 0 {
-		return resp, nil // only unknown states: nothing matches
-	}
+	onlyUnknown := len(req.StateFilters) > 0 && len(f.States) == 0
 	f.ProducerIDs = req.ProducerIDFilters
 	if req.Version >= 1 {
 		f.MinDurationMs = req.DurationFilterMillis
@@ -50,7 +48,15 @@ func (b *Broker) handleListTransactions(ctx context.Context, r *protocol.Request
 		f.IDPattern = re
 	}
 	list, code := b.txn.List(f)
-	resp.ErrorCode = code
+	if code != 0 {
+		// Kafka's TransactionStateManager: the error alone, the
+		// unknown state names not echoed.
+		resp.ErrorCode, resp.UnknownStateFilters = code, nil
+		return resp, nil
+	}
+	if onlyUnknown {
+		return resp, nil // only unknown states: nothing matches
+	}
 	for _, l := range list {
 		st := kmsg.NewListTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.TransactionState = l.TransactionalID, l.ProducerID, l.State.String()

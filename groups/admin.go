@@ -90,7 +90,10 @@ func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	all, loading := c.loadedGroups()
 	if loading {
+		// As Kafka's GroupCoordinatorService: the answer is the error
+		// alone, and the client asks again.
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp
 	}
 	matches := func(filter []string, v string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })

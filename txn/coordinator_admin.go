@@ -78,16 +78,17 @@ type Listing struct {
 }
 
 // List lists the transactional ids of every led partition that match f,
-// sorted by id. The code is COORDINATOR_LOAD_IN_PROGRESS while a led
-// partition loads (the loaded ones are listed anyway).
+// sorted by id. While a led partition loads the answer is
+// COORDINATOR_LOAD_IN_PROGRESS and no ids, as in Kafka.
 func (c *Coordinator) List(f ListFilter) ([]Listing, int16) {
 	c.mu.Lock()
 	var entries []*entry
-	var code int16
 	for _, s := range c.shards {
 		if !s.loaded {
-			code = kerr.CoordinatorLoadInProgress.Code
-			continue
+			// As Kafka's TransactionStateManager: the answer is the
+			// error alone, and the client asks again.
+			c.mu.Unlock()
+			return nil, kerr.CoordinatorLoadInProgress.Code
 		}
 		for _, e := range s.txns {
 			entries = append(entries, e)
@@ -115,5 +116,5 @@ func (c *Coordinator) List(f ListFilter) ([]Listing, int16) {
 		out = append(out, Listing{TransactionalID: e.id, ProducerID: m.producerID, State: m.state})
 	}
 	slices.SortFunc(out, func(a, b Listing) int { return strings.Compare(a.TransactionalID, b.TransactionalID) })
-	return out, code
+	return out, 0
 }
