@@ -66,6 +66,9 @@ func allRows() []row {
 		kcatCodecsRow(),
 		pythonCodecsRow(),
 		pythonWheelCodecsRow(),
+		// Every client producing to a topic the broker auto-creates
+		// (autocreate_test.go).
+		autoCreateRow(),
 		faultDetectedRow(),
 		// Kafka's Java tools (java_*_test.go).
 		javaAPIVersionsRow(),
