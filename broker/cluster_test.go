@@ -56,6 +56,23 @@ func topicOf(resp *kmsg.MetadataResponse, name string) *kmsg.MetadataResponseTop
 	return nil
 }
 
+// knownTopic asks r for an existing topic until r lists it: a broker
+// applies new topics from the metadata log a moment after the controller,
+// and meanwhile answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does (the
+// auto-creation flag clusterMetadata sets creates nothing for a topic the
+// controller already has).
+func knownTopic(t *testing.T, r kmsg.Requestor, name string) *kmsg.MetadataResponseTopic {
+	t.Helper()
+	var tp *kmsg.MetadataResponseTopic
+	sluicetest.WaitFor(t, 15*time.Second, func() error {
+		if tp = topicOf(clusterMetadata(t, r, name), name); tp == nil {
+			return fmt.Errorf("the broker does not list topic %s yet", name)
+		}
+		return nil
+	})
+	return tp
+}
+
 // handoverMetadata asks r for the topic "handover"; unlike clusterMetadata it
 // may run outside the test's goroutine.
 func handoverMetadata(r kmsg.Requestor) (*kmsg.MetadataResponse, error) {
@@ -328,7 +345,7 @@ func TestClusterControlledShutdownMovesLeaders(t *testing.T) {
 	}
 	for _, victim := range []int{nonController(c), c.Controller()} {
 		led := 0
-		for _, p := range topicOf(clusterMetadata(t, pinned(t, c, victim), "handover"), "handover").Partitions {
+		for _, p := range knownTopic(t, pinned(t, c, victim), "handover").Partitions {
 			if p.Leader == int32(victim) {
 				led++
 			}
@@ -379,7 +396,11 @@ func TestClusterControlledShutdownMovesLeaders(t *testing.T) {
 		}
 		survivor := pinned(t, c, c.Controller())
 		sluicetest.WaitFor(t, 2*time.Second, func() error {
-			for _, p := range topicOf(clusterMetadata(t, survivor, "handover"), "handover").Partitions {
+			tp := topicOf(clusterMetadata(t, survivor, "handover"), "handover")
+			if tp == nil {
+				return fmt.Errorf("node %d does not list the topic", c.Controller())
+			}
+			for _, p := range tp.Partitions {
 				if p.Leader == int32(victim) || p.Leader < 0 {
 					return fmt.Errorf("after stopping node %d, partition %d has leader %d (ISR %v)", victim, p.Partition, p.Leader, p.ISR)
 				}

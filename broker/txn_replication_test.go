@@ -19,7 +19,7 @@ func TestReplicationProducerStateFailover(t *testing.T) {
 	createAssigned(t, cl, "pstate", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
 	before := waitState(t, cl, "pstate", "full ISR", isrLen(3))
 	leader := pinned(t, c, int(before.leader))
-	id := topicOf(clusterMetadata(t, leader, "pstate"), "pstate").TopicID
+	id := knownTopic(t, leader, "pstate").TopicID
 
 	if off, code := rawProduce(t, leader, "pstate", id, recordBatch(9300, 0, 0, true, "t1", "t2")); code != 0 || off != 0 {
 		t.Fatalf("transactional batch: offset %d, %v", off, kerr.ErrorForCode(code))
