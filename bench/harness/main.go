@@ -21,7 +21,7 @@
 // by more than 2% (landed.go). The exit status is 1 when a workload
 // failed.
 //
-//	go run ./bench/harness                     # everything, both systems (~9 min on 2 cores)
+//	go run ./bench/harness                     # everything, both systems (~16 min on 2 cores others share)
 //	go run ./bench/harness -quick              # a smoke run of everything (~1.5 min, most of it Kafka's JVMs)
 //	go run ./bench/harness -systems sluice -workloads produce -sluice-cpu-profile /tmp/prof
 //
