@@ -261,39 +261,7 @@ func runKafkagoPackage(ctx context.Context, env *rowEnv, modDir, pkg string, all
 		return sum, nil
 	}
 
-	var msg strings.Builder
-	msg.WriteString("kafka-go/" + name + ": ")
-	panicLine := sum.firstPanic()
-	switch {
-	case len(sum.failed) > 0:
-		msg.WriteString(sum.firstFailure())
-	case panicLine != "":
-		msg.WriteString(panicLine)
-	default:
-		fmt.Fprintf(&msg, "go test %s: %v", path, waitErr)
-	}
-	fmt.Fprintf(&msg, " [%d passed, %d failed", sum.passed, len(sum.failed))
-	if len(unfinished) > 0 {
-		fmt.Fprintf(&msg, ", unfinished: %s", strings.Join(unfinished, " "))
-	}
-	msg.WriteString("]")
-	if len(sum.failed) > 0 {
-		fmt.Fprintf(&msg, "\nfailed: %s", strings.Join(sum.failed, " "))
-	}
-	if panicLine != "" && len(sum.failed) > 0 {
-		fmt.Fprintf(&msg, "\nthen: %s", panicLine)
-	}
-	for i, test := range append(slices.Clone(sum.failed), unfinished...) {
-		if i == maxDetailedTests {
-			fmt.Fprintf(&msg, "\n(further tests' output in %s)", rawPath)
-			break
-		}
-		fmt.Fprintf(&msg, "\n--- %s output:\n%s", test, sum.lastOutput(test, 25))
-	}
-	if waitErr != nil && len(sum.failed) == 0 {
-		fmt.Fprintf(&msg, "\n--- package output:\n%s%s", sum.packageTail(40), stderr.String())
-	}
-	return sum, errors.New(msg.String())
+	return sum, sum.failure("kafka-go/"+name+": ", "go test "+path, waitErr, rawPath, stderr.String())
 }
 
 // kafkagoEntry matches one allow-list entry: an optional package directory

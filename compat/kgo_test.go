@@ -130,43 +130,53 @@ func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
 		return nil
 	}
 
-	// The first line names the first failure; the rest is detail.
-	var msg strings.Builder
-	panicLine := sum.firstPanic()
-	switch {
-	case len(sum.failed) > 0:
-		msg.WriteString(sum.firstFailure())
-	case panicLine != "":
-		msg.WriteString(panicLine)
-	default:
-		fmt.Fprintf(&msg, "go test %s: %v", kgoPackage, waitErr)
-	}
-	fmt.Fprintf(&msg, " [%d passed, %d failed", sum.passed, len(sum.failed))
-	if len(unfinished) > 0 {
-		fmt.Fprintf(&msg, ", unfinished: %s", strings.Join(unfinished, " "))
-	}
-	msg.WriteString("]")
-	if len(sum.failed) > 0 {
-		fmt.Fprintf(&msg, "\nfailed: %s", strings.Join(sum.failed, " "))
-	}
-	if panicLine != "" && len(sum.failed) > 0 {
-		fmt.Fprintf(&msg, "\nthen: %s", panicLine)
-	}
-	for i, name := range append(slices.Clone(sum.failed), unfinished...) {
-		if i == maxDetailedTests {
-			fmt.Fprintf(&msg, "\n(further tests' output in %s)", rawPath)
-			break
-		}
-		fmt.Fprintf(&msg, "\n--- %s output:\n%s", name, sum.lastOutput(name, 25))
-	}
-	if waitErr != nil && len(sum.failed) == 0 {
-		fmt.Fprintf(&msg, "\n--- package output:\n%s%s", sum.packageTail(40), stderr.String())
-	}
-	return errors.New(msg.String())
+	return sum.failure("", "go test "+kgoPackage, waitErr, rawPath, stderr.String())
 }
 
 // maxDetailedTests bounds how many tests' output a failure message carries.
 const maxDetailedTests = 8
+
+// failure is the error a suite row returns when its go test run failed or
+// exited non-zero: the first line names the first failure (or panic, or
+// the exit) after prefix, then the counts, the failed tests and the last
+// lines of each one's output; what names the run when only its exit
+// failed; the rest of the output is in rawPath.
+func (s *testSummary) failure(prefix, what string, waitErr error, rawPath, stderr string) error {
+	unfinished := s.unfinished()
+	var msg strings.Builder
+	msg.WriteString(prefix)
+	panicLine := s.firstPanic()
+	switch {
+	case len(s.failed) > 0:
+		msg.WriteString(s.firstFailure())
+	case panicLine != "":
+		msg.WriteString(panicLine)
+	default:
+		fmt.Fprintf(&msg, "%s: %v", what, waitErr)
+	}
+	fmt.Fprintf(&msg, " [%d passed, %d failed", s.passed, len(s.failed))
+	if len(unfinished) > 0 {
+		fmt.Fprintf(&msg, ", unfinished: %s", strings.Join(unfinished, " "))
+	}
+	msg.WriteString("]")
+	if len(s.failed) > 0 {
+		fmt.Fprintf(&msg, "\nfailed: %s", strings.Join(s.failed, " "))
+	}
+	if panicLine != "" && len(s.failed) > 0 {
+		fmt.Fprintf(&msg, "\nthen: %s", panicLine)
+	}
+	for i, name := range append(slices.Clone(s.failed), unfinished...) {
+		if i == maxDetailedTests {
+			fmt.Fprintf(&msg, "\n(further tests' output in %s)", rawPath)
+			break
+		}
+		fmt.Fprintf(&msg, "\n--- %s output:\n%s", name, s.lastOutput(name, 25))
+	}
+	if waitErr != nil && len(s.failed) == 0 {
+		fmt.Fprintf(&msg, "\n--- package output:\n%s%s", s.packageTail(40), stderr)
+	}
+	return errors.New(msg.String())
+}
 
 // kgoEnv is the environment of the suite: ours, less any KGO_ variable that
 // would change what the suite does, plus the seed brokers (comma-separated)
