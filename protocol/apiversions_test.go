@@ -206,26 +206,7 @@ func TestApiVersionsV5RealClient(t *testing.T) {
 		}
 		return nil, nil, false
 	}
-	var host string
-	var port int32
-	r.Register(3, 0, 12, func(_ context.Context, req *Request) (kmsg.Response, error) {
-		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
-		resp.ClusterID = kmsg.StringPtr(cluster)
-		resp.ControllerID = node
-		mu.Lock()
-		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: node, Host: host, Port: port}}
-		mu.Unlock()
-		return resp, nil
-	})
-	_, addr := startServer(t, r, nil)
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pn, _ := strconv.Atoi(p)
-	mu.Lock()
-	host, port = h, int32(pn)
-	mu.Unlock()
+	addr := serveAsBroker(t, r, cluster, node)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -256,27 +237,7 @@ func TestApiVersionsV5RealClientMisrouted(t *testing.T) {
 	const node = int32(7)
 	r := NewRouter(quietLogger(t))
 	r.SetIdentity(func() (string, int32) { return "c-here", node })
-	var mu sync.Mutex
-	var host string
-	var port int32
-	r.Register(3, 0, 12, func(_ context.Context, req *Request) (kmsg.Response, error) {
-		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
-		resp.ClusterID = kmsg.StringPtr("c-stale")
-		resp.ControllerID = node
-		mu.Lock()
-		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: node, Host: host, Port: port}}
-		mu.Unlock()
-		return resp, nil
-	})
-	_, addr := startServer(t, r, nil)
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pn, _ := strconv.Atoi(p)
-	mu.Lock()
-	host, port = h, int32(pn)
-	mu.Unlock()
+	addr := serveAsBroker(t, r, "c-stale", node)
 
 	var logged sync.Map
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0),
@@ -311,3 +272,31 @@ type logFunc func(level kgo.LogLevel, msg string, kv ...any)
 
 func (f logFunc) Level() kgo.LogLevel                           { return kgo.LogLevelWarn }
 func (f logFunc) Log(level kgo.LogLevel, msg string, kv ...any) { f(level, msg, kv...) }
+
+// serveAsBroker starts a server for r whose Metadata answers that it is
+// node of cluster, at the address it listens on, and returns that address.
+func serveAsBroker(t *testing.T, r *Router, cluster string, node int32) string {
+	t.Helper()
+	var mu sync.Mutex
+	var host string
+	var port int32
+	r.Register(3, 0, 12, func(_ context.Context, req *Request) (kmsg.Response, error) {
+		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
+		resp.ClusterID = kmsg.StringPtr(cluster)
+		resp.ControllerID = node
+		mu.Lock()
+		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: node, Host: host, Port: port}}
+		mu.Unlock()
+		return resp, nil
+	})
+	_, addr := startServer(t, r, nil)
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pn, _ := strconv.Atoi(p)
+	mu.Lock()
+	host, port = h, int32(pn)
+	mu.Unlock()
+	return addr
+}
