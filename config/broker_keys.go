@@ -55,7 +55,7 @@ var brokerKeyList = []keyDef{
 	bk("max.incremental.fetch.session.cache.slots", TypeInt, v("1000"), ro, "Most incremental fetch sessions (KIP-227) kept.", atLeast(0)),
 
 	// Topics and replication.
-	bk("auto.create.topics.enable", TypeBoolean, v("true"), ro, "Create a topic when a client asks for metadata of or produces to one that does not exist."),
+	bk("auto.create.topics.enable", TypeBoolean, v("true"), ro, "Create a topic when a client asks for its metadata and it does not exist (a Metadata request that allows auto-creation); that request is answered UNKNOWN_TOPIC_OR_PARTITION and the topic shows on the next."),
 	bk("delete.topic.enable", TypeBoolean, v("true"), ro, "Allow DeleteTopics."),
 	bk("num.partitions", TypeInt, v("1"), ro, "Partitions of an auto-created topic or a CreateTopics request that asks for the default.", atLeast(1)),
 	bk("default.replication.factor", TypeInt, v("1"), ro, "Replication factor of an auto-created topic or a CreateTopics request that asks for the default.", between(1, 32767)),
