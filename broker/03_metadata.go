@@ -29,6 +29,12 @@ package broker
 // tries again. Unlike Kafka, sluice waits for the controller's decision
 // before answering, so the client's next request finds the topic committed
 // and applied on this broker rather than racing the creation.
+//
+// Authorized operations (v8+, KIP-430) as KafkaApis.handleTopicMetadataRequest
+// fills them (authorized_ops.go): the cluster's when asked, in v8–v10 only
+// (v11 dropped the field for DescribeCluster's); each topic's when asked,
+// for every topic answered by name, a missing one included; a topic asked
+// for by an unknown id keeps the "not requested" value.
 
 import (
 	"bytes"
@@ -54,10 +60,15 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 	resp.ClusterID = &clusterID
 	resp.ControllerID = b.ctrl.ActiveControllerID()
 
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterAuthorizedOps()
+	}
+
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range sortedTopics(img) {
 			resp.Topics = append(resp.Topics, metadataTopic(img, t))
 		}
+		fillTopicAuthorizedOps(req, resp)
 		return resp, nil
 	}
 	allowCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
@@ -92,7 +103,23 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 		resp.Topics = append(resp.Topics, mt)
 	}
 	b.autoCreateTopics(ctx, r, create)
+	fillTopicAuthorizedOps(req, resp)
 	return resp, nil
+}
+
+// fillTopicAuthorizedOps sets each answered topic's authorized operations
+// when the request asks for them (v8+): every topic answered by name, as
+// Kafka sets them on getTopicMetadata's answers, missing topics included;
+// one asked for by an unknown id is left unset, as Kafka leaves it.
+func fillTopicAuthorizedOps(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.Version < 8 || !req.IncludeTopicAuthorizedOperations {
+		return
+	}
+	for i := range resp.Topics {
+		if mt := &resp.Topics[i]; mt.Topic != nil {
+			mt.AuthorizedOperations = topicAuthorizedOps(*mt.Topic)
+		}
+	}
 }
 
 // autoCreateTopics has the controller create the named topics for a

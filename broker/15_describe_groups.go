@@ -6,8 +6,10 @@ package broker
 // of each group; the chosen protocol and each member's metadata and
 // assignment only while the group is Stable, as Kafka answers. An unknown
 // group is reported Dead without error before v6 and GROUP_ID_NOT_FOUND
-// from v6 (KIP-1043). Authorized operations (v3+, KIP-430) are not computed
-// until ACLs exist: the field keeps its "not requested" value. A KIP-848
+// from v6 (KIP-1043). Authorized operations (v3+, KIP-430) are filled when
+// IncludeAuthorizedOperations asks for them, for each group answered
+// without error (so for an unknown group before v6, answered Dead), as
+// KafkaApis.handleDescribeGroupsRequest does (authorized_ops.go). A KIP-848
 // consumer group shows as Kafka shows it: protocol type "consumer", its
 // assignor as the protocol, and members' subscriptions and assignments in
 // the classic consumer protocol encoding.
@@ -29,7 +31,11 @@ func (b *Broker) handleDescribeGroups(ctx context.Context, r *protocol.Request) 
 	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for g := range uniqueStrings(req.Groups) {
-		resp.Groups = append(resp.Groups, b.groups.Describe(req.Version, g))
+		dg := b.groups.Describe(req.Version, g)
+		if req.Version >= 3 && req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
+			dg.AuthorizedOperations = groupAuthorizedOps(dg.Group)
+		}
+		resp.Groups = append(resp.Groups, dg)
 	}
 	return resp, nil
 }

@@ -9,6 +9,10 @@ package broker
 // (controllers, KIP-919) is MISMATCHED_ENDPOINT_TYPE, since this is a broker
 // endpoint (sluice's controllers are reached through the brokers), and any
 // other type UNSUPPORTED_ENDPOINT_TYPE, each with Kafka's message.
+//
+// The cluster's authorized operations (KIP-430) are filled when
+// IncludeClusterAuthorizedOperations asks for them (authorized_ops.go),
+// and keep the "not requested" value otherwise.
 
 import (
 	"context"
@@ -44,6 +48,9 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *protocol.Request)
 		return resp, nil
 	}
 	resp.EndpointType = endpointBroker
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOps()
+	}
 	img := b.metadata()
 	resp.ClusterID = img.ClusterID
 	resp.ControllerID = b.ctrl.ActiveControllerID()

@@ -6,8 +6,10 @@ package broker
 // and assignor, and per member its epoch, subscription (topic names and
 // regular expression), current and target assignment; v1 adds the member
 // type (always "consumer" here). A classic group or an unknown one is
-// GROUP_ID_NOT_FOUND. Authorized operations (KIP-430) are not computed until
-// ACLs exist: the field keeps its "not requested" value.
+// GROUP_ID_NOT_FOUND. Authorized operations (KIP-430) are filled when
+// IncludeAuthorizedOperations asks for them, for each group answered
+// without error, as KafkaApis.handleConsumerGroupDescribe does
+// (authorized_ops.go).
 
 import (
 	"context"
@@ -21,7 +23,11 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *protocol.Re
 	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	for _, g := range req.Groups {
-		resp.Groups = append(resp.Groups, b.groups.ConsumerDescribe(g))
+		dg := b.groups.ConsumerDescribe(g)
+		if req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
+			dg.AuthorizedOperations = groupAuthorizedOps(dg.Group)
+		}
+		resp.Groups = append(resp.Groups, dg)
 	}
 	return resp, nil
 }

@@ -12,6 +12,11 @@ package broker
 // not among the listed topics, or whose partition is negative, is
 // INVALID_REQUEST for every listed topic, and a partition limit below 1
 // counts as 1.
+//
+// Each answered topic carries its authorized operations (KIP-430;
+// authorized_ops.go), the request having no flag for them, a missing topic
+// included, as the handler sets them on every topic it looked up; the
+// INVALID_REQUEST answers to a bad cursor keep the "not requested" value.
 
 import (
 	"context"
@@ -65,6 +70,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.
 	for ti, name := range names {
 		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		st.Topic = &name
+		st.AuthorizedOperations = topicAuthorizedOps(name)
 		t := img.Topics[name]
 		if t == nil {
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
