@@ -147,18 +147,7 @@ func TestAuthorizedOperations(t *testing.T) {
 	if jr.ErrorCode != 0 {
 		t.Fatalf("join ops-g: %s", codeName(jr.ErrorCode))
 	}
-	findGroupCoordinator(t, c, "ops-cg")
-	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	hb.Version = 1
-	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "ops-cg", "ops-member", 30000
-	hb.SubscribedTopicNames = []string{"ops-t"}
-	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	if code := whileLoading(func() int16 {
-		_, r := c.do(hb)
-		return r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
-	}); code != 0 {
-		t.Fatalf("heartbeat ops-cg: %s", codeName(code))
-	}
+	joinConsumerGroup(t, c, "ops-cg", "ops-t")
 
 	// DescribeGroups: filled for each group answered without error — before
 	// v6 that includes an unknown group, answered Dead; from v6 an unknown
@@ -220,18 +209,7 @@ func TestAuthorizedOperationsKadm(t *testing.T) {
 	wantOps(t, "kadm topic", m.Topics["ops-k"].AuthorizedOperations, wantTopicOps)
 
 	c := dialRawConn(t, n.Addr())
-	findGroupCoordinator(t, c, "ops-kg")
-	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	hb.Version = 1
-	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "ops-kg", "ops-member", 30000
-	hb.SubscribedTopicNames = []string{"ops-k"}
-	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	if code := whileLoading(func() int16 {
-		_, r := c.do(hb)
-		return r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
-	}); code != 0 {
-		t.Fatalf("heartbeat ops-kg: %s", codeName(code))
-	}
+	joinConsumerGroup(t, c, "ops-kg", "ops-k")
 	dg, err := adm.DescribeGroups(ctx, "ops-kg")
 	if err != nil {
 		t.Fatal(err)
@@ -263,4 +241,22 @@ func flagWhat(what string, include bool) string {
 		return what + " (asked)"
 	}
 	return what + " (not asked)"
+}
+
+// joinConsumerGroup makes member "ops-member" of KIP-848 group subscribed
+// to topic, through c, once the group's coordinator has loaded.
+func joinConsumerGroup(t *testing.T, c *rawConn, group, topic string) {
+	t.Helper()
+	findGroupCoordinator(t, c, group)
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version = 1
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = group, "ops-member", 30000
+	hb.SubscribedTopicNames = []string{topic}
+	hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if code := whileLoading(func() int16 {
+		_, r := c.do(hb)
+		return r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+	}); code != 0 {
+		t.Fatalf("heartbeat %s: %s", group, codeName(code))
+	}
 }
