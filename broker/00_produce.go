@@ -90,16 +90,45 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 	}
 	budget := logstore.NewRequestDecompressBudget(recordBytes)
 
+	// Transactional records need WRITE on the transactional id, or the
+	// whole request is refused (authorize_requests.go).
+	if hasTransactionalBatch(req) && (req.TransactionID == nil || !b.authorizedTxnID(r, kmsg.ACLOperationWrite, *req.TransactionID)) {
+		if req.Acks == 0 {
+			return nil, errors.New("transactional produce with acks=0 not authorized for its transactional id; closing the connection")
+		}
+		return produceRefused(req, kerr.TransactionalIDAuthorizationFailed.Code), nil
+	}
+	writable := b.topicAuth(r, kmsg.ACLOperationWrite)
+
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		topic := lookupTopic(img, req.Version >= 13, rt.Topic, rt.TopicID)
+		// WRITE on the topic, asked by the name the request gives or its
+		// id resolves to, before anything else about it is looked at; an
+		// id no topic has is UNKNOWN_TOPIC_ID first, as in Kafka.
+		denied := false
+		if req.Version < 13 {
+			denied = !writable.allowed(rt.Topic)
+		} else if topic != nil {
+			denied = !writable.allowed(topic.Name)
+		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			p, epoch, last, err := b.producePartition(img, topic, req, rp, &sp, budget)
+			var (
+				p     *partition
+				epoch int32
+				last  int64
+				err   error
+			)
+			if denied {
+				err = kerr.TopicAuthorizationFailed
+			} else {
+				p, epoch, last, err = b.producePartition(img, topic, req, rp, &sp, budget)
+			}
 			if err != nil {
 				failed = true
 				sp.ErrorCode = errorCode(err)
@@ -112,6 +141,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 				}
 				if req.Version >= 8 {
 					sp.ErrorMessage = errorMessage(err)
+					setRecordErrors(err, &sp)
 				}
 			} else if req.Acks == -1 {
 				waits = append(waits, acked{topic: i, part: j, p: p, epoch: epoch, next: last + 1})
@@ -127,10 +157,12 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 		if failed {
 			return nil, errors.New("produce with acks=0 failed on a partition; closing the connection so the client refreshes metadata")
 		}
+		r.ThrottleMillis = b.produceThrottle(r) // mutes the connection (client_throttle.go)
 		return nil, nil
 	}
 
 	if len(waits) > 0 {
+		defer requestWait(ctx)() // not request time (request_quota.go)
 		timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 		deadline := time.NewTimer(timeout)
 		defer deadline.Stop()
@@ -145,6 +177,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 			}
 		}
 	}
+	resp.ThrottleMillis = b.produceThrottle(r) // client_throttle.go
 	return resp, nil
 }
 
@@ -230,6 +263,63 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	return p, epoch, res.LastOffset, nil
 }
 
+// hasTransactionalBatch reports whether a partition of req carries a
+// transactional batch (Kafka's RequestUtils.hasTransactionalRecords): a
+// magic v2 batch with the transactional attribute (bit 4). Only the first
+// batch of each partition is looked at; validateProduceRecords refuses a
+// partition with more than one.
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	const magicAt, attributesLowAt, transactional = 16, 22, 0x10
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			rec := req.Topics[i].Partitions[j].Records
+			if len(rec) > attributesLowAt && rec[magicAt] == 2 && rec[attributesLowAt]&transactional != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// produceRefused is the answer to a Produce refused as a whole with code:
+// every partition with the error and no offsets
+// (ProduceRequest.getErrorResponse).
+func produceRefused(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			sp.BaseOffset, sp.LogStartOffset = -1, -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// setRecordErrors fills a refused partition's record_errors (v8+, KIP-467)
+// when records of its batch were at fault: each one's index in the batch
+// and message, and Kafka's error_message, so that a client fails those
+// records only. The whole batch stays refused, as in Kafka.
+func setRecordErrors(err error, sp *kmsg.ProduceResponseTopicPartition) {
+	var re *logstore.RecordErrors
+	if !errors.As(err, &re) {
+		return
+	}
+	msg := re.Message()
+	sp.ErrorMessage = &msg
+	for _, r := range re.Records {
+		e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		e.RelativeOffset = r.Index
+		m := r.Message
+		e.ErrorMessage = &m
+		sp.ErrorRecords = append(sp.ErrorRecords, e)
+	}
+}
+
 // internalTopicWriteError is a client's Produce to an internal topic:
 // INVALID_TOPIC_EXCEPTION with Kafka's message, which is all the response
 // carries (errorMessage keeps an error's own words).
@@ -262,6 +352,7 @@ func produceBrokers(img *controller.Image) []kmsg.ProduceResponseBroker {
 // deadline fires or ctx ends. It reports whether the high watermark got
 // there. The group coordinator waits on it for its own offset commits.
 func (b *Broker) waitHighWatermark(ctx context.Context, p *partition, next int64, deadline <-chan time.Time) bool {
+	defer requestWait(ctx)() // not request time (request_quota.go)
 	for {
 		ch := p.watch()
 		if p.highWatermark() >= next {

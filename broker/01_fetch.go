@@ -86,18 +86,56 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 		deadline = t.C
 	}
 	plan := planFetch(req)
-	budget := b.fetchBudget(req, plan)
+	quota := b.consumerFetchQuota(r, replicaID) // client_throttle.go
+	budget := quota.capBudget(b.fetchBudget(req, plan))
 	minBytes := min(int(req.MinBytes), budget)
+	auth := b.fetchAuth(r, replicaID)
 	for {
-		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget)
+		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget, auth)
 		if req.MaxWaitMillis <= 0 || bytes >= minBytes || now || len(watches) == 0 {
-			return resp, nil
+			return b.answerFetch(ctx, r, quota, req, resp, bytes), nil // request_quota.go
 		}
-		if !waitFetch(ctx, deadline, watches) {
-			resp, _, _, _ = b.fetchOnce(req, replicaID, plan, budget)
-			return resp, nil
+		end := requestWait(ctx) // not request time (request_quota.go)
+		changed := waitFetch(ctx, deadline, watches)
+		end()
+		if !changed {
+			resp, bytes, _, _ = b.fetchOnce(req, replicaID, plan, budget, auth)
+			return b.answerFetch(ctx, r, quota, req, resp, bytes), nil // request_quota.go
 		}
 	}
+}
+
+// fetchAuth is what a Fetch may read (authorize_requests.go): a follower
+// with CLUSTER_ACTION on the cluster every partition, one without none; a
+// consumer the topics it may READ, each asked once per request however
+// many rounds its long poll takes.
+type fetchAuth struct {
+	follower, clusterAction bool
+	readable                *topicAuth
+}
+
+func (b *Broker) fetchAuth(r *protocol.Request, replicaID int32) *fetchAuth {
+	if replicaID >= 0 {
+		return &fetchAuth{follower: true, clusterAction: b.authorizedCluster(r, kmsg.ACLOperationClusterAction)}
+	}
+	return &fetchAuth{readable: b.topicAuth(r, kmsg.ACLOperationRead)}
+}
+
+// denied reports whether the partitions of one request topic entry are
+// TOPIC_AUTHORIZATION_FAILED: all of a follower without CLUSTER_ACTION; a
+// consumer's when it may not READ the topic, by the name the request gives
+// or its id resolves to (an id no topic has is UNKNOWN_TOPIC_ID first, as
+// in Kafka).
+func (a *fetchAuth) denied(rt *kmsg.FetchRequestTopic, topic *controller.Topic, byID bool) bool {
+	switch {
+	case a.follower:
+		return !a.clusterAction
+	case !byID:
+		return !a.readable.allowed(rt.Topic)
+	case topic != nil:
+		return !a.readable.allowed(topic.Name)
+	}
+	return false
 }
 
 // fetchTopic is one topic entry of the answer: the request's topic entry
@@ -268,7 +306,9 @@ func (b *Broker) fetchBudget(req *kmsg.FetchRequest, plan []fetchTopic) int {
 // batch). It returns the bytes gathered, whether to answer without
 // waiting (a partition errored, or the budget held data back), and the
 // partitions that were read, to wait on for new data (fetch_wait.go).
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
+// The partitions auth denies are TOPIC_AUTHORIZATION_FAILED and, as in
+// Kafka, do not end a long poll early.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int, auth *fetchAuth) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	spliced := protocol.Splice(resp)
 	img := b.metadata()
@@ -281,12 +321,18 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		topic := lookupTopic(img, byID, rt.Topic, rt.TopicID)
+		denied := auth.denied(rt, topic, byID)
 		for _, rp := range ft.partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			// Kafka sends empty, not null, record bytes; librdkafka
 			// rejects a null set.
 			sp.RecordBatches = []byte{}
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			changed, n, err := b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0, &capped)
 			if err != nil {
 				hasErr = true

@@ -57,12 +57,17 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *protocol.Request) (km
 		topics[i] = lookupTopic(img, false, req.Topics[i].Topic, [16]byte{})
 	}
 	topicAt := make(map[string]int) // index in resp.Topics by name
+	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	for k := range firstEntries(len(parts), firsts) {
 		rt, rp := &req.Topics[topicOf[k]], parts[k]
 		sp := kmsg.NewListOffsetsResponseTopicPartition()
 		sp.Partition = rp.Partition
 		sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-		if next != nil && next[k] >= 0 {
+		if !describable.allowed(rt.Topic) {
+			// Before anything else about the topic, its existence
+			// included (authorize_requests.go).
+			sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if next != nil && next[k] >= 0 {
 			sp.ErrorCode = kerr.InvalidRequest.Code // named again later
 		} else {
 			sp.ErrorCode = errorCode(b.listOffset(req, topics[topicOf[k]], rp, &sp))

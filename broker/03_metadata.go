@@ -30,6 +30,14 @@ package broker
 // before answering, so the client's next request finds the topic committed
 // and applied on this broker rather than racing the creation.
 //
+// With an authorizer (authorize_requests.go) a topic the principal may not
+// DESCRIBE is left out of an all-topics answer and answered
+// TOPIC_AUTHORIZATION_FAILED when named, whether or not it exists, without
+// its id (asked for by id: with the id and without the name, since ids are
+// not secret); a missing topic is auto-created only with CREATE on the
+// cluster or the topic, and is TOPIC_AUTHORIZATION_FAILED without it, as
+// KafkaApis.handleTopicMetadataRequest answers.
+//
 // Authorized operations (v8+, KIP-430) as KafkaApis.handleTopicMetadataRequest
 // fills them (authorized_ops.go): the cluster's when asked, in v8–v10 only
 // (v11 dropped the field for DescribeCluster's); each topic's when asked,
@@ -61,17 +69,21 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 	resp.ControllerID = b.ctrl.ActiveControllerID()
 
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterAuthorizedOps()
+		resp.AuthorizedOperations = b.clusterAuthorizedOps(r)
 	}
 
+	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		for _, t := range sortedTopics(img) {
-			resp.Topics = append(resp.Topics, metadataTopic(img, t))
+			if describable.allowed(t.Name) {
+				resp.Topics = append(resp.Topics, metadataTopic(img, t))
+			}
 		}
-		fillTopicAuthorizedOps(req, resp)
+		b.fillTopicAuthorizedOps(r, req, resp)
 		return resp, nil
 	}
 	allowCreate := b.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	creatable := b.metadataCreateAuth(r)
 	var create []string
 	for _, rt := range uniqueMetadataTopics(req.Topics) {
 		var t *controller.Topic
@@ -81,15 +93,31 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 		case rt.TopicID != [16]byte{}:
 			t = img.TopicsByID[rt.TopicID]
 		}
-		if t != nil {
-			resp.Topics = append(resp.Topics, metadataTopic(img, t))
-			continue
-		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 		switch {
+		case rt.Topic == nil && t != nil && !describable.allowed(t.Name):
+			// A topic id is not secret: its answer keeps the id,
+			// without the name (KafkaApis.handleTopicMetadataRequest).
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		case rt.Topic != nil && !describable.allowed(*rt.Topic):
+			// Whether or not it exists: its existence is not told.
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		case t != nil:
+			resp.Topics = append(resp.Topics, metadataTopic(img, t))
+			continue
+		}
+		switch {
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
+		case allowCreate && !creatable(*rt.Topic):
+			// Auto-creation needs CREATE on the cluster or the topic.
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			mt.IsInternal = controller.IsInternalTopic(*rt.Topic)
 		case controller.ValidateTopicName(*rt.Topic) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 			mt.IsInternal = controller.IsInternalTopic(*rt.Topic)
@@ -103,21 +131,36 @@ func (b *Broker) handleMetadata(ctx context.Context, r *protocol.Request) (kmsg.
 		resp.Topics = append(resp.Topics, mt)
 	}
 	b.autoCreateTopics(ctx, r, create)
-	fillTopicAuthorizedOps(req, resp)
+	b.fillTopicAuthorizedOps(r, req, resp)
 	return resp, nil
+}
+
+// metadataCreateAuth returns whether r's principal may have a missing
+// topic auto-created: CREATE on the cluster, asked once and only when a
+// topic is missing, or else CREATE on the topic.
+func (b *Broker) metadataCreateAuth(r *protocol.Request) func(topic string) bool {
+	asked, cluster := false, false
+	creatable := b.topicAuth(r, kmsg.ACLOperationCreate)
+	return func(topic string) bool {
+		if !asked {
+			asked, cluster = true, b.authorizedCluster(r, kmsg.ACLOperationCreate)
+		}
+		return cluster || creatable.allowed(topic)
+	}
 }
 
 // fillTopicAuthorizedOps sets each answered topic's authorized operations
 // when the request asks for them (v8+): every topic answered by name, as
 // Kafka sets them on getTopicMetadata's answers, missing topics included;
-// one asked for by an unknown id is left unset, as Kafka leaves it.
-func fillTopicAuthorizedOps(req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+// one refused TOPIC_AUTHORIZATION_FAILED or asked for by an unknown id is
+// left unset, as Kafka leaves them.
+func (b *Broker) fillTopicAuthorizedOps(r *protocol.Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if req.Version < 8 || !req.IncludeTopicAuthorizedOperations {
 		return
 	}
 	for i := range resp.Topics {
-		if mt := &resp.Topics[i]; mt.Topic != nil {
-			mt.AuthorizedOperations = topicAuthorizedOps(*mt.Topic)
+		if mt := &resp.Topics[i]; mt.Topic != nil && mt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			mt.AuthorizedOperations = b.topicAuthorizedOps(r, *mt.Topic)
 		}
 	}
 }

@@ -22,15 +22,83 @@ package broker
 // (KIP-1251). Unknown topics or partitions are
 // UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID at v10); metadata longer than
 // offset.metadata.max.bytes is OFFSET_METADATA_TOO_LARGE.
+//
+// READ on the group is needed, or every partition is
+// GROUP_AUTHORIZATION_FAILED; READ on each topic, or its partitions are
+// TOPIC_AUTHORIZATION_FAILED and the others committed; when none is left
+// the coordinator is not asked (KafkaApis.handleOffsetCommitRequest,
+// authorize_requests.go).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
 )
 
 func (b *Broker) handleOffsetCommit(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
-	return b.groups.CommitOffsets(ctx, r.Body.(*kmsg.OffsetCommitRequest)), nil
+	req := r.Body.(*kmsg.OffsetCommitRequest)
+	if !b.authorizedGroup(r, kmsg.ACLOperationRead, req.Group) {
+		return offsetCommitRefused(req, nil, kerr.GroupAuthorizationFailed.Code), nil
+	}
+	// READ on each topic, by the name the request gives or its id
+	// resolves to; an unknown id is the coordinator's UNKNOWN_TOPIC_ID.
+	readable := b.topicAuth(r, kmsg.ACLOperationRead)
+	img := b.metadata()
+	byID := req.Version >= 10
+	denied := make([]bool, len(req.Topics))
+	allowed := make([]kmsg.OffsetCommitRequestTopic, 0, len(req.Topics))
+	for i, rt := range req.Topics {
+		name := rt.Topic
+		if byID {
+			t := lookupTopic(img, true, "", rt.TopicID)
+			if t == nil {
+				allowed = append(allowed, rt)
+				continue
+			}
+			name = t.Name
+		}
+		if denied[i] = !readable.allowed(name); !denied[i] {
+			allowed = append(allowed, rt)
+		}
+	}
+	if len(allowed) == len(req.Topics) {
+		return b.groups.CommitOffsets(ctx, req), nil
+	}
+	resp := offsetCommitRefused(req, denied, kerr.TopicAuthorizationFailed.Code)
+	if len(allowed) == 0 {
+		return resp, nil // as Kafka, the coordinator is not asked
+	}
+	sub := *req
+	sub.Topics = allowed
+	committed := b.groups.CommitOffsets(ctx, &sub)
+	for i, k := 0, 0; i < len(req.Topics) && k < len(committed.Topics); i++ {
+		if !denied[i] {
+			resp.Topics[i] = committed.Topics[k]
+			k++
+		}
+	}
+	return resp, nil
+}
+
+// offsetCommitRefused answers every partition of req's topics with code,
+// or only those of the topics only marks (nil: all); the others are left
+// without partitions, for the caller to fill.
+func offsetCommitRefused(req *kmsg.OffsetCommitRequest, only []bool, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for i, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		if only == nil || only[i] {
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

@@ -20,6 +20,11 @@ package broker
 // answer carries the commit's metadata, up to offset.metadata.max.bytes
 // for a request entry of four bytes; clients match answers by group, topic
 // and partition.
+//
+// DESCRIBE on each group is needed (GROUP_AUTHORIZATION_FAILED), and on
+// each topic: one the principal may not DESCRIBE is left out of an answer
+// for every topic and refused TOPIC_AUTHORIZATION_FAILED when named
+// (authorize_requests.go).
 
 import (
 	"bytes"
@@ -28,13 +33,112 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
 )
 
 func (b *Broker) handleOffsetFetch(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
-	return b.groups.FetchOffsets(uniqueOffsetFetch(r.Body.(*kmsg.OffsetFetchRequest))), nil
+	req := uniqueOffsetFetch(r.Body.(*kmsg.OffsetFetchRequest))
+	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
+	if req.Version < 8 {
+		if !b.authorizedGroup(r, kmsg.ACLOperationDescribe, req.Group) {
+			resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			if req.Version < 2 { // no top-level error: each partition's
+				for _, t := range req.Topics {
+					st := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
+					for _, p := range t.Partitions {
+						st.Partitions = append(st.Partitions, kmsg.OffsetFetchResponseTopicPartition{
+							Partition: p, Offset: -1, LeaderEpoch: -1, Metadata: kmsg.StringPtr(""), ErrorCode: resp.ErrorCode,
+						})
+					}
+					resp.Topics = append(resp.Topics, st)
+				}
+			}
+			return resp, nil
+		}
+		resp := b.groups.FetchOffsets(req)
+		if resp.ErrorCode == 0 {
+			resp.Topics = describableOffsets(resp.Topics, req.Topics == nil, describable,
+				func(t *kmsg.OffsetFetchResponseTopic) (string, []kmsg.OffsetFetchResponseTopicPartition) {
+					return t.Topic, t.Partitions
+				},
+				func(p *kmsg.OffsetFetchResponseTopicPartition) {
+					*p = kmsg.OffsetFetchResponseTopicPartition{Partition: p.Partition, Offset: -1, LeaderEpoch: -1, ErrorCode: kerr.TopicAuthorizationFailed.Code}
+				})
+		}
+		return resp, nil
+	}
+	// v8+: each group on its own; one the principal may not DESCRIBE is
+	// GROUP_AUTHORIZATION_FAILED without asking the coordinator.
+	denied := make([]bool, len(req.Groups))
+	sub := *req
+	sub.Groups = make([]kmsg.OffsetFetchRequestGroup, 0, len(req.Groups))
+	for i, g := range req.Groups {
+		if denied[i] = !b.authorizedGroup(r, kmsg.ACLOperationDescribe, g.Group); !denied[i] {
+			sub.Groups = append(sub.Groups, g)
+		}
+	}
+	fetched := b.groups.FetchOffsets(&sub)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	img := b.metadata()
+	byID := req.Version >= 10
+	k := 0
+	for i, g := range req.Groups {
+		if denied[i] {
+			resp.Groups = append(resp.Groups, kmsg.OffsetFetchResponseGroup{Group: g.Group, ErrorCode: kerr.GroupAuthorizationFailed.Code})
+			continue
+		}
+		if k >= len(fetched.Groups) {
+			break
+		}
+		rg := fetched.Groups[k]
+		k++
+		if rg.ErrorCode == 0 {
+			rg.Topics = describableOffsets(rg.Topics, g.Topics == nil, describable,
+				func(t *kmsg.OffsetFetchResponseGroupTopic) (string, []kmsg.OffsetFetchResponseGroupTopicPartition) {
+					if !byID {
+						return t.Topic, t.Partitions
+					}
+					if mt := lookupTopic(img, true, "", t.TopicID); mt != nil {
+						return mt.Name, t.Partitions
+					}
+					return "", nil // an unknown id, answered UNKNOWN_TOPIC_ID
+				},
+				func(p *kmsg.OffsetFetchResponseGroupTopicPartition) {
+					*p = kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p.Partition, Offset: -1, LeaderEpoch: -1, ErrorCode: kerr.TopicAuthorizationFailed.Code}
+				})
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+// describableOffsets keeps the offsets of one group's answer that the
+// principal may see: a topic it may not DESCRIBE is left out of an answer
+// for every topic (all), and its partitions are refused
+// TOPIC_AUTHORIZATION_FAILED in an answer for named topics, as Kafka's
+// fetchAllOffsetsForGroup and fetchOffsetsForGroup answer. topicOf names a
+// topic and returns its partitions (nil: leave the topic as it is).
+func describableOffsets[T, P any](topics []T, all bool, describable *topicAuth, topicOf func(*T) (string, []P), refuse func(*P)) []T {
+	out := topics[:0]
+	for i := range topics {
+		name, parts := topicOf(&topics[i])
+		if parts == nil || describable.allowed(name) {
+			out = append(out, topics[i])
+			continue
+		}
+		if all {
+			continue
+		}
+		for j := range parts {
+			refuse(&parts[j])
+		}
+		out = append(out, topics[i])
+	}
+	return out
 }
 
 // uniqueOffsetFetch returns a copy of req that names each group, topic and

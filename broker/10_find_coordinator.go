@@ -14,6 +14,9 @@ package broker
 // key has a coordinator, the empty one included, as in Kafka's
 // KafkaApis.getCoordinator (InitProducerId, not FindCoordinator, refuses an
 // empty transactional id). v4+ (KIP-699) batches keys and answers per key.
+// A key the principal may not DESCRIBE (the group, or the transactional id)
+// is GROUP_AUTHORIZATION_FAILED or TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+// KafkaApis.getCoordinator answers (authorize_requests.go).
 
 import (
 	"context"
@@ -33,8 +36,22 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
+	// DESCRIBE on each group or transactional id before its coordinator
+	// is looked for, the internal topic created only for one allowed
+	// (authorize_requests.go).
+	denied := make([]bool, len(keys))
+	anyAllowed := false
+	for i, key := range keys {
+		switch req.CoordinatorType {
+		case 0:
+			denied[i] = !b.authorizedGroup(r, kmsg.ACLOperationDescribe, key)
+		case 1:
+			denied[i] = !b.authorizedTxnID(r, kmsg.ACLOperationDescribe, key)
+		}
+		anyAllowed = anyAllowed || !denied[i]
+	}
 	var createErr error
-	if len(keys) > 0 {
+	if anyAllowed {
 		switch req.CoordinatorType {
 		case 0:
 			createErr = b.ensureOffsetsTopic(ctx)
@@ -48,11 +65,15 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 			}
 		}
 	}
-	for _, key := range keys {
+	for i, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		c.NodeID, c.Port = -1, -1
 		switch {
+		case denied[i] && req.CoordinatorType == 0:
+			c.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		case denied[i]:
+			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
 			c.ErrorCode = kerr.InvalidRequest.Code
 		case createErr != nil:

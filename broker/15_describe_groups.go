@@ -14,6 +14,9 @@ package broker
 // assignor as the protocol, and members' subscriptions and assignments in
 // the classic consumer protocol encoding.
 //
+// A group the principal may not DESCRIBE is GROUP_AUTHORIZATION_FAILED
+// (authorize_requests.go).
+//
 // A group named more than once is answered once, where it first appears.
 // Kafka answers every copy, but a group's answer carries each member's
 // metadata and assignment, kilobytes for a request entry of a few bytes;
@@ -22,6 +25,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -31,9 +35,15 @@ func (b *Broker) handleDescribeGroups(ctx context.Context, r *protocol.Request) 
 	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for g := range uniqueStrings(req.Groups) {
+		if !b.authorizedGroup(r, kmsg.ACLOperationDescribe, g) {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
 		dg := b.groups.Describe(req.Version, g)
 		if req.Version >= 3 && req.IncludeAuthorizedOperations && dg.ErrorCode == 0 {
-			dg.AuthorizedOperations = groupAuthorizedOps(dg.Group)
+			dg.AuthorizedOperations = b.groupAuthorizedOps(r, dg.Group)
 		}
 		resp.Groups = append(resp.Groups, dg)
 	}

@@ -21,6 +21,14 @@ package broker
 // POLICY_VIOLATION (controller/partition_limits.go); the duplicates of a
 // request failed as a whole get its error too, as in Kafka, where the
 // controller's exception becomes every topic's answer.
+// Topics are charged to the client's controller_mutation_rate (KIP-599,
+// mutation_quota.go): strict from v6, permissive before.
+//
+// A topic needs CREATE on the cluster or on the topic, or it is
+// TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") and not created; a
+// created topic's configs (v5+) need DESCRIBE_CONFIGS on it, or the answer
+// carries TOPIC_AUTHORIZATION_FAILED as its config error instead, as
+// Kafka's ControllerApis.createTopics answers (authorize_requests.go).
 
 import (
 	"context"
@@ -47,8 +55,17 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 	// a manual assignment naming a partition twice (the controller's
 	// assignment is a map, which would keep the last).
 	refused := make(map[string]error)
+	// CREATE on the cluster or on each topic, checked here, on the broker
+	// the client is connected to, before anything is forwarded; a peer's
+	// request was checked on its broker (authorize_requests.go).
+	client := clientRequest(ctx)
+	creatable := b.metadataCreateAuth(r)
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] > 1 {
+			continue
+		}
+		if client && !creatable(rt.Topic) {
+			refused[rt.Topic] = errCreateTopicDenied
 			continue
 		}
 		ct := controller.CreateTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor}
@@ -74,6 +91,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		}
 		create = append(create, ct)
 	}
+	ctx, mutations := startMutationQuota(ctx, r, &req.UnknownTags, createTopicsStrictVersion)
 	results := b.createTopics(ctx, create, req.ValidateOnly)
 	byName := make(map[string]controller.CreateTopicResult, len(results)+len(refused))
 	for _, res := range results {
@@ -89,6 +107,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 
 	img := b.metadata()
 	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
+	configsVisible := b.topicAuth(r, kmsg.ACLOperationDescribeConfigs)
 	done := make(map[string]bool)
 	for i, rt := range req.Topics {
 		if done[rt.Topic] {
@@ -113,7 +132,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		st.TopicID = res.TopicID
 		st.NumPartitions = res.NumPartitions
 		st.ReplicationFactor = res.ReplicationFactor
-		if req.Version >= 5 {
+		if req.Version >= 5 && client && !configsVisible.allowed(rt.Topic) {
+			// The topic's configs need DESCRIBE_CONFIGS on it.
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if req.Version >= 5 {
 			set := make(map[string]string)
 			for _, c := range req.Topics[i].Configs {
 				if c.Value != nil {
@@ -128,6 +150,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	finishMutationQuota(ctx, mutations, resp)
 	return resp, nil
 }
 
@@ -138,3 +161,6 @@ func isExcessivePartitions(err error) bool {
 	msg := errorMessage(err)
 	return errorCode(err) == kerr.PolicyViolation.Code && msg != nil && strings.HasSuffix(*msg, controller.ExcessivePartitionsMessage)
 }
+
+// errCreateTopicDenied is a topic the principal may not create.
+var errCreateTopicDenied = fmt.Errorf("%w: Authorization failed.", kerr.TopicAuthorizationFailed)

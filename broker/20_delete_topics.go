@@ -13,6 +13,19 @@ package broker
 // answered once, with INVALID_REQUEST ("Duplicate topic name." / "Duplicate
 // topic id."), and that topic is not deleted; from v6 an entry with both a
 // name and an id, or with neither, is INVALID_REQUEST too.
+//
+// The partitions of the topics deleted are charged to the client's
+// controller_mutation_rate (KIP-599, mutation_quota.go): strict from v5,
+// permissive before.
+//
+// Deleting needs DELETE on the cluster or on each topic, checked on the
+// broker the client is connected to (a peer's request was checked on its
+// broker), as Kafka's ControllerApis.deleteTopics checks it: a topic named
+// that the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED before
+// its existence is looked at; one it may describe but not delete is
+// TOPIC_AUTHORIZATION_FAILED once it is known to exist; one given by id
+// that it may not delete is TOPIC_AUTHORIZATION_FAILED, with its name only
+// if the principal may describe it (authorize_requests.go).
 
 import (
 	"bytes"
@@ -113,8 +126,11 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 	var names []string
 	var ids [][16]byte
 	deleting := topics[:0:0]
+	auth := b.deleteTopicsAuth(ctx, r)
 	for i, t := range topics {
 		switch {
+		case !later[i] && !repeated[i] && !invalid(t) && auth.refuse(t.name, t.id, req.Version, &resp.Topics):
+			// TOPIC_AUTHORIZATION_FAILED, answered by auth.refuse.
 		case invalid(t) && t.name == nil:
 			refuse(t, "Neither topic name nor id were specified.")
 		case invalid(t):
@@ -135,6 +151,7 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 	if len(deleting) == 0 {
 		return resp, nil
 	}
+	ctx, mutations := startMutationQuota(ctx, r, &req.UnknownTags, deleteTopicsStrictVersion)
 	results := b.deleteTopics(ctx, names, ids)
 	// Results come back names first, then ids, in request order.
 	ni, ii := 0, len(names)
@@ -161,5 +178,59 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *protocol.Request) (k
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	finishMutationQuota(ctx, mutations, resp)
 	return resp, nil
+}
+
+// deleteTopicsAuth is DeleteTopics' authorization of one request.
+type deleteTopicsAuth struct {
+	b                      *Broker
+	skip                   bool // a peer's request, or DELETE on the cluster
+	describable, deletable *topicAuth
+}
+
+func (b *Broker) deleteTopicsAuth(ctx context.Context, r *protocol.Request) *deleteTopicsAuth {
+	return &deleteTopicsAuth{
+		b:           b,
+		skip:        !clientRequest(ctx) || b.authorizedCluster(r, kmsg.ACLOperationDelete),
+		describable: b.topicAuth(r, kmsg.ACLOperationDescribe),
+		deletable:   b.topicAuth(r, kmsg.ACLOperationDelete),
+	}
+}
+
+// refuse appends the TOPIC_AUTHORIZATION_FAILED answer of a topic given
+// by name or by id that the principal may not delete, and reports whether
+// it did; a topic it may delete, or one whose absence the controller
+// answers (an unknown id, a describable name that does not exist), is
+// left to the controller.
+func (a *deleteTopicsAuth) refuse(name *string, id [16]byte, version int16, out *[]kmsg.DeleteTopicsResponseTopic) bool {
+	if a.skip {
+		return false
+	}
+	st := kmsg.NewDeleteTopicsResponseTopic()
+	st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+	img := a.b.metadata()
+	if name != nil {
+		switch {
+		case !a.describable.allowed(*name):
+		case lookupTopic(img, false, *name, [16]byte{}) == nil, a.deletable.allowed(*name):
+			return false
+		}
+		st.Topic = name
+	} else {
+		t := lookupTopic(img, true, "", id)
+		if t == nil || a.deletable.allowed(t.Name) {
+			return false
+		}
+		st.TopicID = id
+		if a.describable.allowed(t.Name) {
+			topicName := t.Name
+			st.Topic = &topicName
+		}
+	}
+	if version >= 5 {
+		st.ErrorMessage = kmsg.StringPtr(kerr.TopicAuthorizationFailed.Description)
+	}
+	*out = append(*out, st)
+	return true
 }

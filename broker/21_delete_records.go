@@ -15,7 +15,9 @@ package broker
 // A partition named more than once is answered once, where it first
 // appears, and moved to the offset of its last entry: Kafka reads the
 // request into a map keyed by topic and partition. Partitions are answered
-// under one entry per topic name.
+// under one entry per topic name. A topic the principal may not DELETE is
+// TOPIC_AUTHORIZATION_FAILED, whether or not it exists
+// (authorize_requests.go).
 
 import (
 	"context"
@@ -40,6 +42,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *protocol.Request) (
 		func(p *kmsg.DeleteRecordsRequestTopicPartition) int32 { return p.Partition })
 	topicOf, parts, firsts, next := flat.topicOf, flat.parts, flat.firsts, flat.next
 	topicAt := make(map[string]int) // index in resp.Topics by name
+	deletable := b.topicAuth(r, kmsg.ACLOperationDelete)
 	for k := range firstEntries(len(parts), firsts) {
 		name := req.Topics[topicOf[k]].Topic
 		last := k
@@ -50,7 +53,11 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *protocol.Request) (
 		sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 		sp.Partition = rp.Partition
 		sp.LowWatermark = -1
-		sp.ErrorCode = errorCode(b.deleteRecords(lookupTopic(img, false, name, [16]byte{}), rp, &sp))
+		if deletable.allowed(name) {
+			sp.ErrorCode = errorCode(b.deleteRecords(lookupTopic(img, false, name, [16]byte{}), rp, &sp))
+		} else {
+			sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
 		ti, ok := topicAt[name]
 		if !ok {
 			ti = len(resp.Topics)

@@ -20,6 +20,11 @@ package broker
 // KIP-588); an exhausted epoch moves to a new producer id. A timeout above
 // transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT. The topic is
 // created here too if no FindCoordinator did it first.
+//
+// A transactional id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+// an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some
+// topic (KIP-679; CLUSTER_AUTHORIZATION_FAILED), as
+// KafkaApis.handleInitProducerIdRequest checks them (authorize_requests.go).
 
 import (
 	"context"
@@ -44,6 +49,14 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *protocol.Request) 
 	req := r.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	switch {
+	case req.TransactionalID != nil && !b.authorizedTxnID(r, kmsg.ACLOperationWrite, *req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case req.TransactionalID == nil && !b.mayWriteIdempotently(r):
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.TransactionalID != nil {
 		if err := b.ensureTxnStateTopic(ctx); err != nil {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -15,6 +15,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -24,14 +25,24 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *protocol.Req
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	img := b.metadata()
+	// A follower's CLUSTER_ACTION on the cluster covers every topic; a
+	// consumer needs DESCRIBE on each (authorize_requests.go).
+	clusterAction := b.authorizedCluster(r, kmsg.ACLOperationClusterAction)
+	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
+		denied := !clusterAction && !describable.allowed(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			err := func() error {
 				p, _, err := b.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
 				if err != nil {

@@ -17,6 +17,12 @@ package broker
 // INVALID_TXN_STATE). v5 is accepted as v4: sluice does not run
 // transaction.version 2, whose partition leaders add partitions for the
 // producer.
+//
+// v0–3 need WRITE on the transactional id (every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic but the
+// internal ones; v4+ CLUSTER_ACTION on the cluster, a broker's
+// (CLUSTER_AUTHORIZATION_FAILED), as KafkaApis checks them
+// (authorize_requests.go).
 
 import (
 	"context"
@@ -24,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/protocol"
 	"github.com/sluicedev/sluice/txn"
 )
@@ -31,12 +38,22 @@ import (
 func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 && !b.authorizedCluster(r, kmsg.ACLOperationClusterAction) {
+		// The brokers' form: only a broker may send it.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Version < 4 {
 		topics := make([]kmsg.AddPartitionsToTxnRequestTransactionTopic, len(req.Topics))
 		for i, t := range req.Topics {
 			topics[i] = kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions}
 		}
-		res := b.addPartitionsToTxn(ctx, req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics)
+		var res []kmsg.AddPartitionsToTxnResponseTransactionTopic
+		if b.authorizedTxnID(r, kmsg.ACLOperationWrite, req.TransactionalID) {
+			res = b.addPartitionsToTxn(ctx, req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, topics, b.topicAuth(r, kmsg.ACLOperationWrite))
+		} else {
+			res = txnTopicsRefused(topics, kerr.TransactionalIDAuthorizationFailed.Code)
+		}
 		for _, t := range res {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
@@ -52,23 +69,32 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *protocol.Reque
 	for _, t := range req.Transactions {
 		rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		rt.TransactionalID = t.TransactionalID
-		rt.Topics = b.addPartitionsToTxn(ctx, req.Version, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, t.Topics)
+		rt.Topics = b.addPartitionsToTxn(ctx, req.Version, t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, t.Topics, nil)
 		resp.Transactions = append(resp.Transactions, rt)
 	}
 	return resp, nil
 }
 
 // addPartitionsToTxn adds (or verifies) one transaction's partitions and
-// answers per partition.
-func (b *Broker) addPartitionsToTxn(ctx context.Context, version int16, transactionalID string, producerID int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+// answers per partition. A client's request (writable not nil) needs WRITE
+// on each topic but the internal ones: one refused is
+// TOPIC_AUTHORIZATION_FAILED, and the request is then not attempted, as
+// for an unknown partition.
+func (b *Broker) addPartitionsToTxn(ctx context.Context, version int16, transactionalID string, producerID int64, epoch int16, verifyOnly bool, topics []kmsg.AddPartitionsToTxnRequestTransactionTopic, writable *topicAuth) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
 	img := b.metadata()
 	var parts []txn.TopicPartition
 	codes := make(map[txn.TopicPartition]int16)
 	unknown := false
 	for _, t := range topics {
 		mt := img.Topics[t.Topic]
+		denied := writable != nil && !controller.IsInternalTopic(t.Topic) && !writable.allowed(t.Topic)
 		for _, p := range t.Partitions {
 			tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
+			if denied {
+				codes[tp] = kerr.TopicAuthorizationFailed.Code
+				unknown = true
+				continue
+			}
 			if mt == nil || p < 0 || int(p) >= len(mt.Partitions) {
 				codes[tp] = kerr.UnknownTopicOrPartition.Code
 				unknown = true
@@ -104,6 +130,22 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, version int16, transact
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
 			rp.Partition, rp.ErrorCode = p, codes[txn.TopicPartition{Topic: t.Topic, Partition: p}]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// txnTopicsRefused answers every partition of topics with code.
+func txnTopicsRefused(topics []kmsg.AddPartitionsToTxnRequestTransactionTopic, code int16) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+	out := make([]kmsg.AddPartitionsToTxnResponseTransactionTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		out = append(out, rt)

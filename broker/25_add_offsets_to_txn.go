@@ -11,7 +11,9 @@ package broker
 // INVALID_PRODUCER_EPOCH before v2, KIP-588). __consumer_offsets is created
 // here if no FindCoordinator for a group did it yet. The group id is not
 // checked, as in Kafka's KafkaApis: the empty one has a partition like any
-// other, and TxnOffsetCommit refuses it (INVALID_GROUP_ID).
+// other, and TxnOffsetCommit refuses it (INVALID_GROUP_ID). WRITE on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the
+// group (GROUP_AUTHORIZATION_FAILED) are needed (authorize_requests.go).
 
 import (
 	"context"
@@ -27,6 +29,14 @@ import (
 func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	switch {
+	case !b.authorizedTxnID(r, kmsg.ACLOperationWrite, req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case !b.authorizedGroup(r, kmsg.ACLOperationRead, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if err := b.ensureOffsetsTopic(ctx); err != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil

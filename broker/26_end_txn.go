@@ -12,7 +12,8 @@ package broker
 // not running, or committing one being aborted, is INVALID_TXN_STATE; a
 // stale epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2, KIP-588);
 // a producer id that is not the transactional id's
-// INVALID_PRODUCER_ID_MAPPING.
+// INVALID_PRODUCER_ID_MAPPING. WRITE on the transactional id is needed
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 //
 // v5 (KIP-890 part 2, transaction.version 2: an epoch bump on every EndTxn)
 // is not served; the broker does not advertise the feature, so clients stay
@@ -21,6 +22,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -29,6 +31,10 @@ import (
 func (b *Broker) handleEndTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !b.authorizedTxnID(r, kmsg.ACLOperationWrite, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	code := b.txn.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	resp.ErrorCode = fencedForVersion(code, req.Version, 2)
 	return resp, nil

@@ -30,7 +30,11 @@ package broker
 // response goes back to the transaction coordinator, so a transaction
 // completes with its offsets visible.
 //
-// Not done here yet: CLUSTER_ACTION authorization (sluice has no ACLs yet).
+// The sender needs ALTER or CLUSTER_ACTION on the cluster, or every
+// partition is CLUSTER_AUTHORIZATION_FAILED and nothing is written, as
+// KafkaApis.handleWriteTxnMarkersRequest checks it: the coordinators'
+// principal (the brokers', User:ANONYMOUS on a PLAINTEXT listener) must be
+// allowed it.
 
 import (
 	"context"
@@ -57,6 +61,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *protocol.Request)
 		marker *kmsg.WriteTxnMarkersRequestMarker
 	}
 	var waits []acked
+	// Only a transaction coordinator may write markers: ALTER or
+	// CLUSTER_ACTION on the cluster (authorize_requests.go).
+	refused := !b.authorizedCluster(r, kmsg.ACLOperationAlter) && !b.authorizedCluster(r, kmsg.ACLOperationClusterAction)
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
 	for i := range req.Markers {
 		m := &req.Markers[i]
@@ -75,6 +82,10 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *protocol.Request)
 				sp := &st.Partitions[k]
 				*sp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				sp.Partition = part
+				if refused {
+					sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+					continue
+				}
 				if topic == nil || part < 0 || int(part) >= len(topic.Partitions) {
 					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 					continue

@@ -29,6 +29,13 @@ package broker
 // OFFSET_METADATA_TOO_LARGE. Before v2 COORDINATOR_LOAD_IN_PROGRESS is
 // answered as COORDINATOR_NOT_AVAILABLE, which 0.11–2.0 clients expect.
 //
+// WRITE on the transactional id is needed (every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+// (GROUP_AUTHORIZATION_FAILED), then READ on each topic (its partitions
+// TOPIC_AUTHORIZATION_FAILED, the others committed; the coordinator is
+// not asked when none is left), as KafkaApis.handleTxnOffsetCommitRequest
+// checks them (authorize_requests.go).
+//
 // Not done: KIP-890 part 1's check with the transaction coordinator that
 // the group's partition is in the producer's transaction
 // (transaction.partition.verification.enable); a client that commits
@@ -46,7 +53,38 @@ import (
 
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
-	resp := b.groups.CommitTxnOffsets(ctx, req)
+	switch {
+	case !b.authorizedTxnID(r, kmsg.ACLOperationWrite, req.TransactionalID):
+		return txnOffsetCommitRefused(req, nil, kerr.TransactionalIDAuthorizationFailed.Code), nil
+	case !b.authorizedGroup(r, kmsg.ACLOperationRead, req.Group):
+		return txnOffsetCommitRefused(req, nil, kerr.GroupAuthorizationFailed.Code), nil
+	}
+	readable := b.topicAuth(r, kmsg.ACLOperationRead)
+	denied := make([]bool, len(req.Topics))
+	allowed := make([]kmsg.TxnOffsetCommitRequestTopic, 0, len(req.Topics))
+	for i, rt := range req.Topics {
+		if denied[i] = !readable.allowed(rt.Topic); !denied[i] {
+			allowed = append(allowed, rt)
+		}
+	}
+	var resp *kmsg.TxnOffsetCommitResponse
+	switch {
+	case len(allowed) == len(req.Topics):
+		resp = b.groups.CommitTxnOffsets(ctx, req)
+	default:
+		resp = txnOffsetCommitRefused(req, denied, kerr.TopicAuthorizationFailed.Code)
+		if len(allowed) > 0 {
+			sub := *req
+			sub.Topics = allowed
+			committed := b.groups.CommitTxnOffsets(ctx, &sub)
+			for i, k := 0, 0; i < len(req.Topics) && k < len(committed.Topics); i++ {
+				if !denied[i] {
+					resp.Topics[i] = committed.Topics[k]
+					k++
+				}
+			}
+		}
+	}
 	if req.Version < 2 {
 		for i := range resp.Topics {
 			for j := range resp.Topics[i].Partitions {
@@ -57,4 +95,24 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *protocol.Request)
 		}
 	}
 	return resp, nil
+}
+
+// txnOffsetCommitRefused answers every partition of req's topics with
+// code, or only those of the topics only marks (nil: all); the others are
+// left without partitions, for the caller to fill.
+func txnOffsetCommitRefused(req *kmsg.TxnOffsetCommitRequest, only []bool, code int16) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for i, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		if only == nil || only[i] {
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }

@@ -8,7 +8,11 @@ package broker
 // (KIP-226) and documentation and types (v3+, KIP-569), as
 // kafka-configs.sh --describe --all prints them. Broker resources list the
 // broker's configs; an empty broker name lists the cluster-wide dynamic
-// defaults only. Broker-logger resources have no entries yet; one must
+// defaults only. Group resources (32, KIP-848's dynamic group
+// configuration) list every group config Kafka describes, set on the group
+// (GROUP_CONFIG) or supplied by its broker synonym, for any non-empty
+// group id whether or not the group exists, as Kafka does
+// (group_configs.go). Broker-logger resources have no entries yet; one must
 // name this broker (INVALID_REQUEST otherwise, as Kafka's ConfigHelper
 // answers). A topic name that cannot be a topic is INVALID_TOPIC_EXCEPTION.
 //
@@ -22,6 +26,12 @@ package broker
 // message, as in Kafka, and error messages stop after the first
 // describeMessageBudget bytes of them, so a request of many distinct bad
 // names cannot make an answer much larger than itself either.
+//
+// A resource needs DESCRIBE_CONFIGS on the topic, on the group, or on the
+// cluster for broker and broker-logger resources, or it is
+// TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED or
+// CLUSTER_AUTHORIZATION_FAILED, before anything else about it is looked
+// at (ConfigHelper.handleDescribeConfigsRequest, authorize_requests.go).
 
 import (
 	"context"
@@ -50,10 +60,23 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 		rr := &req.Resources[i]
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if denied := b.configResourceDenied(r, kmsg.ACLOperationDescribeConfigs, int8(rr.ResourceType), rr.ResourceName); denied != nil {
+			sr.ErrorCode, sr.ErrorMessage = denied.Code, messages.take(&denied.Description)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		var entries []configEntry
 		switch int8(rr.ResourceType) {
 		case resourceBrokerLogger:
 			if err := b.checkBrokerLoggerResource(rr.ResourceName); err != nil {
+				sr.ErrorCode = errorCode(err)
+				sr.ErrorMessage = messages.take(errorMessage(err))
+				resp.Resources = append(resp.Resources, sr)
+				continue
+			}
+		case resourceGroup:
+			var err error
+			if entries, err = b.describeGroupConfigs(img, rr.ResourceName); err != nil {
 				sr.ErrorCode = errorCode(err)
 				sr.ErrorMessage = messages.take(errorMessage(err))
 				resp.Resources = append(resp.Resources, sr)

@@ -6,6 +6,9 @@ package broker
 // (all partitions, or the topics and partitions asked for), and from v4 the
 // file system's total and usable bytes (KIP-827). OffsetLag is 0: sluice has
 // no future (moving) replicas inside a broker.
+//
+// DESCRIBE on the cluster is needed (CLUSTER_AUTHORIZATION_FAILED with no
+// directories, authorize_requests.go).
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/logstore"
@@ -22,6 +26,10 @@ import (
 func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !b.authorizedCluster(r, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	path, err := filepath.Abs(b.dir.Path())

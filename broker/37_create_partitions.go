@@ -12,7 +12,11 @@ package broker
 // of one controller operation), and a topic whose new replicas would take a
 // broker past max.broker.partitions or its open-file limit is
 // POLICY_VIOLATION (controller/partition_limits.go). validateOnly checks
-// without changing anything.
+// without changing anything. The partitions added are charged to the
+// client's controller_mutation_rate (KIP-599, mutation_quota.go): strict
+// from v3, permissive before. A topic the principal may not ALTER is
+// TOPIC_AUTHORIZATION_FAILED and not grown (ControllerApis.createPartitions,
+// authorize_requests.go).
 
 import (
 	"context"
@@ -32,8 +36,17 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 		seen[rt.Topic]++
 	}
 	var reqs []controller.CreatePartitions
+	// ALTER on each topic, checked on the broker the client is connected
+	// to; a peer's request was checked on its broker.
+	client := clientRequest(ctx)
+	alterable := b.topicAuth(r, kmsg.ACLOperationAlter)
+	denied := make(map[string]bool)
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] > 1 {
+			continue
+		}
+		if client && !alterable.allowed(rt.Topic) {
+			denied[rt.Topic] = true
 			continue
 		}
 		cp := controller.CreatePartitions{Topic: rt.Topic, Count: rt.Count}
@@ -42,6 +55,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 		}
 		reqs = append(reqs, cp)
 	}
+	ctx, mutations := startMutationQuota(ctx, r, &req.UnknownTags, createPartitionsStrictVersion)
 	results := b.createPartitions(ctx, reqs, req.ValidateOnly)
 	byName := make(map[string]error, len(results))
 	for _, res := range results {
@@ -59,14 +73,19 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 		done[rt.Topic] = true
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		if seen[rt.Topic] > 1 {
+		switch {
+		case seen[rt.Topic] > 1:
 			st.ErrorCode = duplicateCode
 			st.ErrorMessage = kmsg.StringPtr(duplicateMessage)
-		} else {
+		case denied[rt.Topic]:
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.ErrorMessage = kmsg.StringPtr("The topic authorization is failed.")
+		default:
 			st.ErrorCode = errorCode(byName[rt.Topic])
 			st.ErrorMessage = errorMessage(byName[rt.Topic])
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	finishMutationQuota(ctx, mutations, resp)
 	return resp, nil
 }

@@ -6,7 +6,9 @@ package broker
 // tombstoned in __consumer_offsets. A group with members is NON_EMPTY_GROUP,
 // an unknown one GROUP_ID_NOT_FOUND. v3 adds an error message per group. A
 // group named more than once is deleted and answered once, as Kafka's
-// KafkaApis takes the distinct group names.
+// KafkaApis takes the distinct group names. A group the principal may not
+// DELETE is GROUP_AUTHORIZATION_FAILED and left as it is
+// (authorize_requests.go).
 
 import (
 	"context"
@@ -25,7 +27,11 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, r *protocol.Request) (k
 	for g := range uniqueStrings(req.Groups) {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = g
-		rg.ErrorCode = b.groups.Delete(ctx, g)
+		if b.authorizedGroup(r, kmsg.ACLOperationDelete, g) {
+			rg.ErrorCode = b.groups.Delete(ctx, g)
+		} else {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		}
 		if rg.ErrorCode != 0 && req.Version >= 3 {
 			rg.ErrorMessage = errorMessage(kerr.ErrorForCode(rg.ErrorCode))
 		}

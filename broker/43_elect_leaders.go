@@ -20,11 +20,16 @@ package broker
 // INVALID_REQUEST, no reachable controller NOT_CONTROLLER) is then only in
 // each listed partition's code; v1+ carries it at the top level as well.
 // v2 is the flexible version.
+//
+// ALTER on the cluster is needed, checked on the broker the client is
+// connected to before forwarding: without it the request and each listed
+// partition are CLUSTER_AUTHORIZATION_FAILED (authorize_requests.go).
 
 import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/controller"
@@ -34,6 +39,9 @@ import (
 func (b *Broker) handleElectLeaders(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	if clientRequest(ctx) && !b.authorizedCluster(r, kmsg.ACLOperationAlter) {
+		return electLeadersRefused(req, kerr.ClusterAuthorizationFailed.Code), nil
+	}
 	typ := controller.ElectPreferred
 	if req.Version >= 1 {
 		typ = controller.ElectionType(req.ElectionType)

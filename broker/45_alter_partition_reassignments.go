@@ -12,6 +12,10 @@ package broker
 // INVALID_REPLICATION_FACTOR, NO_REASSIGNMENT_IN_PROGRESS, NOT_CONTROLLER,
 // REQUEST_TIMED_OUT. Like every controller request it may be sent to any
 // broker, which forwards it to the active controller.
+//
+// ALTER on the cluster is needed, checked on the broker the client is
+// connected to before forwarding: without it the request and each
+// partition are CLUSTER_AUTHORIZATION_FAILED (authorize_requests.go).
 
 import (
 	"context"
@@ -27,6 +31,9 @@ import (
 
 func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AlterPartitionAssignmentsRequest)
+	if clientRequest(ctx) && !b.authorizedCluster(r, kmsg.ACLOperationAlter) {
+		return reassignmentsRefused(req, kerr.ClusterAuthorizationFailed.Code), nil
+	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	allowRF := req.Version < 1 || req.AllowReplicationFactorChange

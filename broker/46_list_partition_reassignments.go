@@ -9,10 +9,14 @@ package broker
 // metadata image, so the answer comes from this node's image; a
 // reassignment this node forwarded to the controller is in it by the time
 // it answered AlterPartitionReassignments.
+//
+// DESCRIBE on the cluster is needed (CLUSTER_AUTHORIZATION_FAILED,
+// authorize_requests.go).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -21,6 +25,10 @@ import (
 func (b *Broker) handleListPartitionReassignments(_ context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !b.authorizedCluster(r, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	var topics map[string][]int32
 	if req.Topics != nil {
 		topics = make(map[string][]int32, len(req.Topics))

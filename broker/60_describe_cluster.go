@@ -49,7 +49,7 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *protocol.Request)
 	}
 	resp.EndpointType = endpointBroker
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps()
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(r)
 	}
 	img := b.metadata()
 	resp.ClusterID = img.ClusterID

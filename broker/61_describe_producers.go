@@ -9,7 +9,10 @@ package broker
 // lets kafka-transactions.sh ask a chosen broker; Kafka's
 // Partition.activeProducerState answers from the replica's log). Unknown
 // partitions are UNKNOWN_TOPIC_OR_PARTITION, partitions this broker holds
-// no replica of NOT_LEADER_OR_FOLLOWER, as in Kafka.
+// no replica of NOT_LEADER_OR_FOLLOWER, as in Kafka. Before either, a name
+// that cannot be a topic is INVALID_TOPIC_EXCEPTION and a topic the
+// principal may not READ TOPIC_AUTHORIZATION_FAILED
+// (KafkaApis.handleDescribeProducersRequest, authorize_requests.go).
 
 import (
 	"context"
@@ -17,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
 )
@@ -25,13 +29,27 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, r *protocol.Reques
 	req := r.Body.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	img := b.metadata()
+	readable := b.topicAuth(r, kmsg.ACLOperationRead)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
 		topic := lookupTopic(img, false, rt.Topic, [16]byte{})
+		// A name that cannot be a topic first, then READ on the
+		// topic, then whether it exists (KafkaApis).
+		var topicErr error
+		if err := controller.ValidateTopicName(rt.Topic); err != nil {
+			topicErr = err
+		} else if !readable.allowed(rt.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, part := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = part
+			if topicErr != nil {
+				sp.ErrorCode, sp.ErrorMessage = errorCode(topicErr), errorMessage(topicErr)
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			sp.ErrorCode = b.describeProducers(topic != nil && part >= 0 && int(part) < len(topic.Partitions),
 				logstore.TopicPartition{Topic: rt.Topic, Partition: part}, &sp)
 			st.Partitions = append(st.Partitions, sp)

@@ -8,11 +8,14 @@ package broker
 // NOT_COORDINATOR (kafka-transactions.sh asks each id's coordinator), an
 // unknown one TRANSACTIONAL_ID_NOT_FOUND, the empty id INVALID_REQUEST (as
 // Kafka's TransactionCoordinator.handleDescribeTransactions answers it,
-// wherever its coordinator is).
+// wherever its coordinator is). An id the principal may not DESCRIBE is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and the transaction's topics it
+// may not DESCRIBE are left out (authorize_requests.go).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -21,10 +24,16 @@ import (
 func (b *Broker) handleDescribeTransactions(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	for _, id := range req.TransactionalIDs {
-		d := b.txn.Describe(id)
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
+		if !b.authorizedTxnID(r, kmsg.ACLOperationDescribe, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		d := b.txn.Describe(id)
 		st.ErrorCode = d.ErrorCode
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.Epoch
 		st.StartTimestamp = d.StartMs
@@ -33,6 +42,9 @@ func (b *Broker) handleDescribeTransactions(ctx context.Context, r *protocol.Req
 			st.TimeoutMillis = d.TimeoutMs
 		}
 		for _, tp := range d.Partitions {
+			if !describable.allowed(tp.Topic) {
+				continue // only the topics the principal may describe
+			}
 			if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
 				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 				t.Topic = tp.Topic

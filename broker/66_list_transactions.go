@@ -10,6 +10,8 @@ package broker
 // Go's RE2 syntax, an invalid one is INVALID_REGULAR_EXPRESSION). While a
 // led partition loads the answer is COORDINATOR_LOAD_IN_PROGRESS alone, as
 // Kafka's TransactionStateManager answers, and the client asks again.
+// Only the ids the principal may DESCRIBE are listed
+// (authorize_requests.go).
 
 import (
 	"context"
@@ -58,6 +60,9 @@ func (b *Broker) handleListTransactions(ctx context.Context, r *protocol.Request
 		return resp, nil // only unknown states: nothing matches
 	}
 	for _, l := range list {
+		if !b.authorizedTxnID(r, kmsg.ACLOperationDescribe, l.TransactionalID) {
+			continue // only the ids the principal may describe
+		}
 		st := kmsg.NewListTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.TransactionState = l.TransactionalID, l.ProducerID, l.State.String()
 		resp.TransactionStates = append(resp.TransactionStates, st)

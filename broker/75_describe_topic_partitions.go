@@ -17,6 +17,10 @@ package broker
 // authorized_ops.go), the request having no flag for them, a missing topic
 // included, as the handler sets them on every topic it looked up; the
 // INVALID_REQUEST answers to a bad cursor keep the "not requested" value.
+//
+// A topic the principal may not DESCRIBE is left out of an answer for
+// every topic, and a named one is TOPIC_AUTHORIZATION_FAILED without its
+// id, after the others (authorize_requests.go).
 
 import (
 	"context"
@@ -67,10 +71,27 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.
 		}
 	}
 	count := 0
+	// A topic the principal may not DESCRIBE is left out of an answer for
+	// every topic; a named one is TOPIC_AUTHORIZATION_FAILED, whether or
+	// not it exists, after the others and whatever the limit, as Kafka's
+	// handler adds them.
+	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
+	var refused []kmsg.DescribeTopicPartitionsResponseTopic
+	for _, name := range names {
+		if !describable.allowed(name) && len(req.Topics) > 0 {
+			st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			st.Topic = kmsg.StringPtr(name)
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			refused = append(refused, st)
+		}
+	}
 	for ti, name := range names {
+		if !describable.allowed(name) {
+			continue
+		}
 		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		st.Topic = &name
-		st.AuthorizedOperations = topicAuthorizedOps(name)
+		st.AuthorizedOperations = b.topicAuthorizedOps(r, name)
 		t := img.Topics[name]
 		if t == nil {
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -111,5 +132,6 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.
 			break
 		}
 	}
+	resp.Topics = append(resp.Topics, refused...)
 	return resp, nil
 }

@@ -6,20 +6,24 @@ package broker
 // n set when the principal may perform the ACL operation whose code is n
 // (READ 3 … IDEMPOTENT_WRITE 12), as Kafka's Utils.to32BitField encodes it.
 //
-// sluice has no authorizer yet (ACLs are issue 19), so every principal is
-// allowed everything, as in Kafka without authorizer.class.name: its
-// AuthHelper.authorizedOperations then answers every operation the
-// resource type supports (AclEntry.supportedOperations): 8 for a topic, 7
-// for the cluster, 5 for a group. Once ACLs exist, these become the
-// operations the request's principal is allowed on the named resource,
-// computed here, in one place for every handler.
+// They are Kafka's AuthHelper.authorizedOperations: of the operations the
+// resource type supports (AclEntry.supportedOperations: 8 for a topic, 7
+// for the cluster, 5 for a group), those the request's principal is
+// allowed on the named resource (authorize.go, requestAuthz.ops). Without
+// an authorizer (authorizer.class.name empty) that is every supported
+// operation, as in Kafka.
 //
 // When a request does not ask for them, the field keeps Kafka's schema
 // default, Integer.MIN_VALUE, which kmsg's Default() already sets; so
 // does an entry Kafka answers in error (a group not found, a topic asked
 // for by an unknown id).
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/acl"
+	"github.com/sluicedev/sluice/protocol"
+)
 
 // opsBits returns the bitfield with the bit of each operation's code set.
 func opsBits(ops ...kmsg.ACLOperation) int32 {
@@ -30,28 +34,26 @@ func opsBits(ops ...kmsg.ACLOperation) int32 {
 	return bits
 }
 
-// The operations each resource type supports (AclEntry.supportedOperations
-// in Kafka 4.x), as bitfields.
-var (
-	topicOps = opsBits(kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate,
-		kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter,
-		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs)
-	clusterOps = opsBits(kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction,
-		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs,
-		kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe)
-	groupOps = opsBits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete,
-		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs)
-)
+// topicAuthorizedOps is the bitfield of operations the request may
+// perform on the named topic.
+func (b *Broker) topicAuthorizedOps(r *protocol.Request, topic string) int32 {
+	return b.authorizerFor(r).ops(kmsg.ACLResourceTypeTopic, topic)
+}
 
-// topicAuthorizedOps is the bitfield of operations allowed on the named
-// topic: all a topic supports, until ACLs exist.
-func topicAuthorizedOps(string) int32 { return topicOps }
+// clusterAuthorizedOps is the bitfield of operations the request may
+// perform on the cluster: 0 when it may not DESCRIBE the cluster, as
+// Kafka's Metadata and DescribeCluster answer (AuthHelper
+// computeDescribeClusterResponse, KafkaApis.handleTopicMetadataRequest).
+func (b *Broker) clusterAuthorizedOps(r *protocol.Request) int32 {
+	z := b.authorizerFor(r)
+	if !z.allowed(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, acl.ClusterName) {
+		return 0
+	}
+	return z.ops(kmsg.ACLResourceTypeCluster, acl.ClusterName)
+}
 
-// clusterAuthorizedOps is the bitfield of operations allowed on the
-// cluster: all the cluster supports, until ACLs exist. (Kafka answers 0
-// to a principal without DESCRIBE on the cluster.)
-func clusterAuthorizedOps() int32 { return clusterOps }
-
-// groupAuthorizedOps is the bitfield of operations allowed on the named
-// group: all a group supports, until ACLs exist.
-func groupAuthorizedOps(string) int32 { return groupOps }
+// groupAuthorizedOps is the bitfield of operations the request may
+// perform on the named group.
+func (b *Broker) groupAuthorizedOps(r *protocol.Request, group string) int32 {
+	return b.authorizerFor(r).ops(kmsg.ACLResourceTypeGroup, group)
+}

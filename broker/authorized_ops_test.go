@@ -1,8 +1,9 @@
 package broker_test
 
-// Authorized operations (KIP-430) as a client sees them. sluice has no
-// authorizer yet, so it answers as Kafka 4.x does without one
-// (AuthHelper.authorizedOperations with no authorizer): when the request
+// Authorized operations (KIP-430) as a client sees them. These nodes have
+// no authorizer (authorizer.class.name is empty), so they answer as Kafka
+// 4.x does without one (AuthHelper.authorizedOperations with no
+// authorizer; acls_test.go checks them with ACLs): when the request
 // asks for them, every operation the resource type supports
 // (AclEntry.supportedOperations), bit n for the operation with code n;
 // when it does not, or for an entry in error that Kafka leaves alone,

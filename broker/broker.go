@@ -19,6 +19,7 @@ import (
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/quotas"
 	"github.com/sluicedev/sluice/txn"
 )
 
@@ -43,8 +44,15 @@ type Broker struct {
 	dir    *logstore.Dir
 	ctrl   *controller.Controller
 	router *protocol.Router
-	server *protocol.Server
-	ln     net.Listener
+	// listeners are the Kafka listeners (listeners.go), in listeners'
+	// order; server and ln are the first one's.
+	listeners []*kafkaListener
+	server    *protocol.Server
+	ln        net.Listener
+	// interBroker is the inter-broker listener's name and peerSec the
+	// client side of its security (listener_security.go).
+	interBroker string
+	peerSec     peerSecurity
 
 	// image is the newest metadata image the broker has reconciled with.
 	image atomic.Pointer[controller.Image]
@@ -55,6 +63,18 @@ type Broker struct {
 	reconcileAll bool
 
 	pids producerIDs
+	// ctrlSec is the controller listener's TLS (controller_security.go),
+	// nil when it is PLAINTEXT.
+	ctrlSec *controllerSecurity
+
+	// authz is the ACL authorizer (authorize.go).
+	authz authorizerState
+
+	// clientThrottle enforces the client byte-rate quotas (client_throttle.go).
+	clientThrottle clientThrottle
+	// mutationRates are the controller_mutation_rate buckets
+	// (mutation_quota.go), charged only while this node is the controller.
+	mutationRates *quotas.MutationRates
 
 	// peers is the inter-broker client that forwards controller requests
 	// to the active controller's broker (forward.go).
@@ -82,6 +102,9 @@ type Broker struct {
 	mu         sync.RWMutex // guards partitions
 	partitions map[logstore.TopicPartition]*partition
 
+	// cleaner compacts the logs of compacted topics (cleaner.go).
+	cleaner brokerCleaner
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	closed   atomic.Bool
@@ -92,9 +115,14 @@ type Broker struct {
 type Options struct {
 	Logger *slog.Logger
 	// Listener, if set, is used instead of listening on the configured
-	// address (tests pass a 127.0.0.1:0 listener).
+	// address of the first Kafka listener (tests pass a 127.0.0.1:0
+	// listener).
 	Listener net.Listener
-	Now      func() time.Time
+	// Listeners, if set, are used instead of listening on the configured
+	// address of the Kafka listeners they name (listeners' names, upper
+	// case); Listener wins for the first.
+	Listeners map[string]net.Listener
+	Now       func() time.Time
 	// Dial, if set, opens this broker's connections to other brokers'
 	// Kafka listeners: its replica fetchers and the requests it forwards
 	// to the controller (tests cut links between nodes with it).
@@ -130,30 +158,46 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		serveErr:   make(chan error, 1),
 		applied:    make(chan struct{}),
 		peers:      peerClient{ctrlDial: opts.RaftDial},
+		mutationRates: quotas.NewMutationRates(int(cfg.ControllerQuotaWindowNum),
+			time.Duration(cfg.ControllerQuotaWindowSizeSecs)*time.Second),
 	}
 	voters, err := controller.ParseVoters(strings.Join(cfg.ControllerQuorumVoters, ","))
 	if err != nil {
 		return nil, fmt.Errorf("broker: controller.quorum.voters: %w", err)
 	}
-	kafkaListener, raftListener, err := splitListeners(cfg)
+	_, raftListener, err := splitListeners(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The cluster's own traffic: the controller listener's TLS and the
+	// gossip keyring (controller_security.go).
+	if b.ctrlSec, err = newControllerSecurity(cfg, b.logger); err != nil {
+		return nil, err
+	}
+	gossipKeys, err := gossipKeys(cfg)
 	if err != nil {
 		return nil, err
 	}
 
-	ln := opts.Listener
-	if ln == nil {
-		l := kafkaListener
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
-		if err != nil {
-			return nil, fmt.Errorf("broker: listeners: %w", err)
+	listeners, err := openListeners(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	b.listeners, b.ln = listeners, listeners[0].ln
+	closeListeners := func() {
+		for _, l := range listeners {
+			l.ln.Close()
 		}
 	}
-	b.ln = ln
+	b.interBroker = b.interBrokerListener().cfg.Name
+	if b.peerSec, err = newPeerSecurity(cfg, b.interBrokerListener()); err != nil {
+		closeListeners()
+		return nil, err
+	}
 
 	dir, err := logstore.OpenDir(cfg.LogDirs[0], logstore.Options{Logger: b.logger, Now: b.now})
 	if err != nil {
-		ln.Close()
+		closeListeners()
 		return nil, fmt.Errorf("broker: log.dirs: %w", err)
 	}
 	b.dir = dir
@@ -170,6 +214,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		Dir:                      filepath.Join(cfg.LogDirs[0], metadataDirName),
 		Host:                     host,
 		Port:                     port,
+		Endpoints:                b.advertisedEndpoints(),
 		Rack:                     cfg.BrokerRack,
 		DefaultPartitions:        cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
@@ -193,15 +238,21 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		GossipAllowed:     opts.GossipAllowed,
 		RaftDial:          opts.RaftDial,
+		ListenerTLS:       b.ctrlSec.listenerTLS(),
+		GossipKeys:        gossipKeys,
 		Heartbeats:        newHeartbeatClient(b.dialController, b.controllerAddr, cfg.NodeID, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond),
 	})
 	if err != nil {
 		dir.Close(nil)
-		ln.Close()
+		closeListeners()
 		return nil, fmt.Errorf("broker: metadata: %w", err)
 	}
 	b.ctrl = ctrl
 	b.reconcile(ctrl.Image())
+	// The authorizer notes how far the metadata log goes now, so its
+	// first checks wait until the ACLs logged after the snapshot are
+	// applied (authorize.go).
+	b.authorizer()
 	b.removeOrphans()
 	// Every assigned partition's log is open now, so the recovery figures
 	// are final: operators (and the binary's tests) read them here.
@@ -216,30 +267,20 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	if installFaults != nil {
 		installFaults(b)
 	}
-	b.server = &protocol.Server{
-		Router:                b.router,
-		MaxRequestSize:        cfg.SocketRequestMaxBytes,
-		IdleTimeout:           time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-		// The heartbeat and forwarding clients, and the replica fetchers
-		// (replica_fetcher.go): max.connections must not lock them out.
-		PeerClientIDPrefixes: []string{peerClientIDPrefix, "sluice-replica-fetcher-"},
-		ConnLimits: func() protocol.ConnLimits {
-			maxConns, perIP, overrides := cfg.ConnectionLimits(b.dynamicBrokerConfigs(b.metadata()))
-			return protocol.ConnLimits{Max: int(maxConns), PerIP: int(perIP), PerIPOverrides: overrides}
-		},
-		Logger: b.logger.With("component", "network"),
+	if err := b.newServers(); err != nil {
+		ctrl.Close()
+		dir.Close(nil)
+		closeListeners()
+		return nil, err
 	}
+	b.server = b.listeners[0].server
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.startReplication(runCtx)
 	b.serveControllerChannel(runCtx)
-	b.wg.Add(3)
-	go func() {
-		defer b.wg.Done()
-		b.serveErr <- b.server.Serve(runCtx, ln)
-	}()
+	b.serveListeners(runCtx)
+	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
 		b.runGroups(runCtx)
@@ -253,34 +294,17 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		defer b.wg.Done()
 		b.maintain(runCtx)
 	}()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.removeDeletedSegments(runCtx)
+	}()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.runCleaner(runCtx)
+	}()
 	return b, nil
-}
-
-// advertised is the host and port clients are told to connect to: the
-// advertised.listeners entry when one is set, else the address the listener
-// is actually bound to (which differs from listeners when the port is 0 or
-// a test handed in its own listener).
-func (b *Broker) advertised() (string, int32) {
-	l, _, _ := splitListeners(b.cfg)
-	if _, set := b.cfg.Get("advertised.listeners"); set {
-		for _, a := range b.cfg.AdvertisedListeners {
-			if a.Name == l.Name && a.Port != 0 && a.Host != "" {
-				return a.Host, a.Port
-			}
-		}
-	}
-	addr := b.ln.Addr().(*net.TCPAddr)
-	host := addr.IP.String()
-	if l.Host != "" && !addr.IP.IsUnspecified() {
-		host = l.Host
-	}
-	if addr.IP.IsUnspecified() {
-		host = "127.0.0.1"
-		if l.Host != "" {
-			host = l.Host
-		}
-	}
-	return host, int32(addr.Port)
 }
 
 // splitListeners picks the Kafka listener, the first one not named in
@@ -343,7 +367,7 @@ func (b *Broker) waitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// Addr is the address the Kafka listener is bound to.
+// Addr is the address the first Kafka listener is bound to.
 func (b *Broker) Addr() string { return b.ln.Addr().String() }
 
 // NodeID is this broker's node.id.
@@ -387,13 +411,13 @@ func (b *Broker) shutdown(clean bool) error {
 	// Marker writers stop; a new coordinator completes their transactions.
 	b.txn.Close()
 	if clean {
-		if err := b.server.Shutdown(ctx); err != nil {
+		if err := b.shutdownServers(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	b.cancel()
 	if !clean {
-		b.server.Shutdown(ctx)
+		b.shutdownServers(ctx)
 	}
 	b.stopReplication()
 	b.peers.close()
@@ -420,9 +444,9 @@ func (b *Broker) shutdown(clean bool) error {
 	return errors.Join(errs...)
 }
 
-// maintain runs the periodic log work: retention, removal of deleted
-// segments, the high-watermark / recovery-point checkpoints and producer
-// expiry.
+// maintain runs the periodic log work: retention (removeDeletedSegments
+// removes the deleted segments' files when due), the high-watermark /
+// recovery-point checkpoints and producer expiry.
 func (b *Broker) maintain(ctx context.Context) {
 	retention := time.Duration(b.cfg.LogRetentionCheckIntervalMs) * time.Millisecond
 	if retention <= 0 {
@@ -434,8 +458,9 @@ func (b *Broker) maintain(ctx context.Context) {
 	}
 	retentionT := time.NewTicker(retention)
 	checkpointT := time.NewTicker(checkpoint)
-	// producer.id.expiration.check.interval.ms, Kafka's default.
-	expireT := time.NewTicker(10 * time.Minute)
+	flushT := time.NewTicker(b.flushCheckInterval())
+	defer flushT.Stop()
+	expireT := time.NewTicker(b.producerExpiryCheckInterval())
 	defer retentionT.Stop()
 	defer checkpointT.Stop()
 	defer expireT.Stop()
@@ -447,12 +472,65 @@ func (b *Broker) maintain(ctx context.Context) {
 			b.RunRetention()
 		case <-expireT.C:
 			b.expireProducers()
+		case <-flushT.C:
+			if err := b.dir.FlushDue(b.now()); err != nil {
+				b.logger.Warn("log flush failed", "err", err)
+			}
 		case <-checkpointT.C:
 			if err := b.dir.Checkpoint(b.highWatermarks()); err != nil {
 				b.logger.Warn("checkpoint failed", "err", err)
 			}
 		}
 	}
+}
+
+// removeDeletedSegments removes the files of deleted segments (retention,
+// DeleteRecords, truncation, cleaning) file.delete.delay.ms after they
+// were renamed *.deleted, as Kafka's scheduler does, rather than at the
+// next retention check: it sleeps until the Dir notes a deletion or the
+// next one falls due, and each pass visits only the logs with one pending.
+// Its own goroutine, so a long retention pass over every log does not hold
+// removals back. Deletions still pending at shutdown leave *.deleted files
+// that the next start removes.
+func (b *Broker) removeDeletedSegments(ctx context.Context) {
+	// minWait keeps a clock that lags the timer (a test's) from spinning.
+	const minWait = 10 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next, err := b.dir.RemoveDueDeletes(b.now())
+		if err != nil {
+			b.logger.Warn("removing deleted segment files failed", "err", err)
+		}
+		wait := time.Hour // nothing pending: until a deletion is noted
+		if !next.IsZero() {
+			wait = max(next.Sub(b.now()), minWait)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.dir.DeletesNoticed():
+		case <-timer.C:
+		}
+	}
+}
+
+// flushCheckInterval is how often the logs are checked for a flush due by
+// their flush.ms: log.flush.scheduler.interval.ms, but at least once a
+// second. Kafka's default scheduler interval (Long.MAX_VALUE) means its
+// flusher never runs, so a topic's flush.ms does nothing there unless the
+// broker also sets log.flush.scheduler.interval.ms; sluice makes flush.ms
+// do what its documentation says. The check of a log with the default
+// flush.ms is one comparison.
+func (b *Broker) flushCheckInterval() time.Duration {
+	const atLeastEvery = time.Second
+	v, _ := b.cfg.Get("log.flush.scheduler.interval.ms")
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 || ms >= atLeastEvery.Milliseconds() {
+		return atLeastEvery
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // expireProducers drops, on every replica, the producers without an open

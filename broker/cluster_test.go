@@ -173,7 +173,7 @@ func TestClusterAdminRequestsOnAnyBroker(t *testing.T) {
 		describeOn kmsg.ConfigResourceType
 	}{
 		{kmsg.ConfigResourceTypeTopic, "forwarded", "retention.ms", "12345", 0},
-		{kmsg.ConfigResourceTypeBroker, fmt.Sprint(id), "log.cleaner.threads", "2", 0},
+		{kmsg.ConfigResourceTypeBroker, fmt.Sprint(id), "log.retention.bytes", "1073741824", 0},
 	} {
 		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 		rr.ResourceType, rr.ResourceName = res.typ, res.name

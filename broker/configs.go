@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ const (
 	resourceTopic        = 2
 	resourceBroker       = 4
 	resourceBrokerLogger = 8
+	resourceGroup        = 32
 )
 
 // configResource checks a config resource named in a request and turns it
@@ -144,6 +146,9 @@ func isListConfig(resourceType int8, key string) bool {
 				return k.Type == config.TypeList
 			}
 		}
+	case resourceGroup:
+		k, ok := config.LookupGroupKey(key)
+		return ok && k.Type == config.TypeList
 	}
 	return false
 }
@@ -216,3 +221,24 @@ var errRepeatedResource = fmt.Errorf("%w: Each resource must appear at most once
 // message, so an answer to many refused resources stays about the size of
 // the request.
 const alterMessageBudget = 64 << 10
+
+// alterResourceConfigs applies one AlterConfigs or IncrementalAlterConfigs
+// resource: a group's configs through the controller's group config
+// validation, a topic's or broker's after the resource is checked (and a
+// cluster-wide default refused for per-broker keys).
+func (b *Broker) alterResourceConfigs(ctx context.Context, img *controller.Image, typ int8, name string, ops []controller.ConfigOp, incremental, validateOnly bool) error {
+	if typ == resourceGroup {
+		return b.alterGroupConfigs(ctx, name, ops, incremental, validateOnly)
+	}
+	res, err := b.configResourceFor(ctx, img, typ, name)
+	if err == nil {
+		err = checkClusterDefault(res, ops)
+	}
+	if err == nil {
+		err = b.checkCleanerChange(img, res, ops, incremental)
+	}
+	if err == nil {
+		err = b.alterConfigs(ctx, res, ops, incremental, validateOnly)
+	}
+	return err
+}

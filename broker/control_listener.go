@@ -47,9 +47,10 @@ package broker
 // forwarded requests between them too, and a cut of the Kafka port no
 // longer does.
 //
-// The listener is as open as Kafka's PLAINTEXT controller listener: any
-// process that can reach the raft port can speak raft or the channel.
-// Securing it (TLS, SASL) is a separate matter, as in Kafka.
+// A PLAINTEXT controller listener is as open as Kafka's: any process that
+// can reach the raft port can speak raft or the channel. An SSL one
+// (controller_security.go) requires the cluster's client certificate on
+// both, and this node presents its own when it dials.
 
 import (
 	"context"
@@ -75,12 +76,16 @@ func (b *Broker) registerControllerHandlers(r *protocol.Router) {
 	r.Register(17, 0, 1, b.handleSaslHandshake)
 	r.Register(19, 2, 7, b.peerAPI(b.handleCreateTopics))
 	r.Register(20, 1, 6, b.peerAPI(b.handleDeleteTopics))
+	r.Register(30, 1, 3, b.peerAPI(b.handleCreateACLs))
+	r.Register(31, 1, 3, b.peerAPI(b.handleDeleteACLs))
 	r.Register(33, 0, 2, b.peerAPI(b.handleAlterConfigs))
 	r.Register(36, 0, 2, b.handleSaslAuthenticate)
 	r.Register(37, 0, 3, b.peerAPI(b.handleCreatePartitions))
 	r.Register(43, 0, 2, b.peerAPI(b.handleElectLeaders))
 	r.Register(44, 0, 1, b.peerAPI(b.handleIncrementalAlterConfigs))
 	r.Register(45, 0, 1, b.peerAPI(b.handleAlterPartitionReassignments))
+	r.Register(49, 0, 1, b.peerAPI(b.handleAlterClientQuotas))
+	r.Register(51, 0, 0, b.peerAPI(b.handleAlterUserScramCredentials))
 	r.Register(56, 0, 3, b.peerAPI(b.handleAlterPartition))
 	r.Register(63, 0, 1, b.peerAPI(b.handleBrokerHeartbeat))
 	r.Register(67, 0, 0, b.peerAPI(b.handleAllocateProducerIDs))
@@ -111,6 +116,9 @@ func (b *Broker) serveControllerChannel(ctx context.Context) {
 		ShareBudgetWith: b.server,
 		Logger:          logger,
 	}
+	// On an SSL controller listener the channel's connections run their
+	// TLS handshake here, client certificate required.
+	b.ctrlSec.secureChannel(srv)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -146,6 +154,9 @@ func (b *Broker) controllerAddr(id int32) string {
 // dialController opens a controller-channel connection to the controller
 // listener at addr, through Options.RaftDial.
 func (b *Broker) dialController(ctx context.Context, network, addr string) (net.Conn, error) {
+	if b.ctrlSec != nil {
+		return b.ctrlSec.dial(ctx, b.peers.ctrlDial, network, addr)
+	}
 	return controller.DialController(ctx, b.peers.ctrlDial, network, addr)
 }
 

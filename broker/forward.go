@@ -90,10 +90,21 @@ func fromPeer(ctx context.Context) bool {
 }
 
 // peerAPI wraps the handler of a request on the controller channel: it
+// refuses a principal without CLUSTER_ACTION on the cluster with the
+// request's CLUSTER_AUTHORIZATION_FAILED answer (authorize_requests.go),
 // marks the context so the request is not forwarded again and stamps the
 // answer with this node's applied raft index.
 func (b *Broker) peerAPI(h protocol.Handler) protocol.Handler {
 	return func(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+		if !b.authorizedCluster(r, kmsg.ACLOperationClusterAction) {
+			resp := clusterActionRefused(r.Body)
+			if resp == nil {
+				return nil, fmt.Errorf("broker: %s on the controller channel without CLUSTER_ACTION", r.Conn.Principal())
+			}
+			resp.SetVersion(r.Header.APIVersion)
+			setAppliedIndex(resp, b.ctrl.Image().Index)
+			return resp, nil
+		}
 		resp, err := h(context.WithValue(ctx, peerKey{}, true), r)
 		if err == nil && resp != nil {
 			resp.SetVersion(r.Header.APIVersion)
@@ -163,15 +174,6 @@ type peerClient struct {
 	// once from controller.quorum.voters (controllerAddr).
 	votersOnce sync.Once
 	voters     map[int32]string
-}
-
-// peerDialOpts are the kgo options that make a client of other brokers dial
-// through Options.Dial.
-func (b *Broker) peerDialOpts() []kgo.Opt {
-	if b.dial == nil {
-		return nil
-	}
-	return []kgo.Opt{kgo.Dialer(b.dial)}
 }
 
 func (b *Broker) peerClient() (*kgo.Client, error) {
@@ -247,6 +249,7 @@ func (p *peerClient) close() {
 // once answered, waits until this node's image has applied everything
 // the answering broker had.
 func (b *Broker) sendToController(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	defer requestWait(ctx)() // the controller's time, not this request's (request_quota.go)
 	addr := b.controllerAddr(id)
 	if addr == "" {
 		return nil, errNoControllerAddr(id)
@@ -276,6 +279,7 @@ func (b *Broker) sendToController(ctx context.Context, id int32, req kmsg.Reques
 // than NOT_CONTROLLER or ctx ends; the last call's answer stands. A peer's
 // request is decided locally once, never forwarded.
 func (b *Broker) onController(ctx context.Context, call func(ctx context.Context, controllerID int32) (retry bool)) {
+	defer requestWait(ctx)() // the controller's time, not this request's (request_quota.go)
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
 	self := b.cfg.NodeID
@@ -343,7 +347,7 @@ func (b *Broker) createTopics(ctx context.Context, topics []controller.CreateTop
 	var results []controller.CreateTopicResult
 	b.onController(ctx, func(ctx context.Context, id int32) bool {
 		if id == b.cfg.NodeID {
-			results = b.ctrl.CreateTopics(ctx, topics, validateOnly)
+			results = b.decideCreateTopics(ctx, topics, validateOnly)
 		} else {
 			results = b.forwardCreateTopics(ctx, id, topics, validateOnly)
 		}
@@ -375,6 +379,7 @@ func (b *Broker) forwardCreateTopics(ctx context.Context, id int32, topics []con
 	for i, t := range topics {
 		results[i] = controller.CreateTopicResult{Name: t.Name}
 	}
+	forwardMutationQuota(ctx, &req.UnknownTags)
 	kresp, err := b.sendToController(ctx, id, req)
 	if err != nil {
 		for i := range results {
@@ -382,6 +387,7 @@ func (b *Broker) forwardCreateTopics(ctx context.Context, id int32, topics []con
 		}
 		return results
 	}
+	forwardedMutationThrottle(ctx, kresp)
 	resp := kresp.(*kmsg.CreateTopicsResponse)
 	byName := make(map[string]kmsg.CreateTopicsResponseTopic, len(resp.Topics))
 	for _, st := range resp.Topics {
@@ -404,7 +410,7 @@ func (b *Broker) deleteTopics(ctx context.Context, names []string, ids [][16]byt
 	var results []controller.DeleteTopicResult
 	b.onController(ctx, func(ctx context.Context, id int32) bool {
 		if id == b.cfg.NodeID {
-			results = b.ctrl.DeleteTopics(ctx, names, ids)
+			results = b.decideDeleteTopics(ctx, names, ids)
 		} else {
 			results = b.forwardDeleteTopics(ctx, id, names, ids)
 		}
@@ -430,6 +436,7 @@ func (b *Broker) forwardDeleteTopics(ctx context.Context, id int32, names []stri
 		req.Topics = append(req.Topics, t)
 		results = append(results, controller.DeleteTopicResult{TopicID: tid})
 	}
+	forwardMutationQuota(ctx, &req.UnknownTags)
 	kresp, err := b.sendToController(ctx, id, req)
 	if err != nil {
 		for i := range results {
@@ -437,6 +444,7 @@ func (b *Broker) forwardDeleteTopics(ctx context.Context, id int32, names []stri
 		}
 		return results
 	}
+	forwardedMutationThrottle(ctx, kresp)
 	resp := kresp.(*kmsg.DeleteTopicsResponse)
 	// The controller's broker answers in request order, names first.
 	for i := range results {
@@ -461,7 +469,7 @@ func (b *Broker) createPartitions(ctx context.Context, reqs []controller.CreateP
 	var results []controller.CreatePartitionsResult
 	b.onController(ctx, func(ctx context.Context, id int32) bool {
 		if id == b.cfg.NodeID {
-			results = b.ctrl.CreatePartitions(ctx, reqs, validateOnly)
+			results = b.decideCreatePartitions(ctx, reqs, validateOnly)
 		} else {
 			results = b.forwardCreatePartitions(ctx, id, reqs, validateOnly)
 		}
@@ -486,6 +494,7 @@ func (b *Broker) forwardCreatePartitions(ctx context.Context, id int32, reqs []c
 		req.Topics = append(req.Topics, rt)
 		results[i].Topic = r.Topic
 	}
+	forwardMutationQuota(ctx, &req.UnknownTags)
 	kresp, err := b.sendToController(ctx, id, req)
 	if err != nil {
 		for i := range results {
@@ -493,6 +502,7 @@ func (b *Broker) forwardCreatePartitions(ctx context.Context, id int32, reqs []c
 		}
 		return results
 	}
+	forwardedMutationThrottle(ctx, kresp)
 	resp := kresp.(*kmsg.CreatePartitionsResponse)
 	byName := make(map[string]kmsg.CreatePartitionsResponseTopic, len(resp.Topics))
 	for _, st := range resp.Topics {

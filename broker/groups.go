@@ -57,6 +57,7 @@ func (b *Broker) newGroupCoordinator() *groups.Coordinator {
 		ConsumerHeartbeatInterval: ms(b.cfg.ConsumerGroupHeartbeatMs),
 		ConsumerMaxGroupSize:      int(b.cfg.ConsumerGroupMaxSize),
 		ConsumerAssignors:         b.cfg.ConsumerGroupAssignors,
+		ConsumerGroupSettings:     b.consumerGroupSettings,
 
 		LookupTopic: b.lookupGroupTopic,
 		ListTopics:  b.listGroupTopics,
@@ -325,5 +326,7 @@ func (l offsetsLog) Read(ctx context.Context, partition int32, offset int64) ([]
 	if err != nil {
 		return nil, hw, err
 	}
-	return res.Data, hw, nil
+	// The coordinators write uncompressed batches, but a compression.type
+	// set on the topic stores them compressed; the loaders read records.
+	return logstore.DecompressBatches(res.Data), hw, nil
 }

@@ -14,15 +14,17 @@ import "slices"
 // closed, as protocol.Router does for every key not registered, and
 // ApiVersions does not list them. No request here is a peer broker's:
 // admin requests are forwarded to the active controller when needed.
+// The handlers that name brokers answer with the endpoints of the
+// listener the request arrived on (forListener, listener_view.go).
 func (b *Broker) registerHandlers() {
-	r := b.router
-	r.RegisterAdvertisedFrom(0, 0, 3, 13, b.handleProduce)
+	r := quotaRouter{b: b, r: b.router} // request_percentage (request_quota.go)
+	r.RegisterAdvertisedFrom(0, 0, 3, 13, b.forListener(b.handleProduce))
 	r.Register(1, 4, 18, b.handleFetch)
 	r.Register(2, 1, 11, b.handleListOffsets)
-	r.Register(3, 0, 13, b.handleMetadata)
+	r.Register(3, 0, 13, b.forListener(b.handleMetadata))
 	r.Register(8, 0, 10, b.handleOffsetCommit)
 	r.Register(9, 0, 10, b.handleOffsetFetch)
-	r.Register(10, 0, 6, b.handleFindCoordinator)
+	r.Register(10, 0, 6, b.forListener(b.handleFindCoordinator))
 	r.Register(11, 0, 9, b.handleJoinGroup)
 	r.Register(12, 0, 4, b.handleHeartbeat)
 	r.Register(13, 0, 5, b.handleLeaveGroup)
@@ -40,6 +42,9 @@ func (b *Broker) registerHandlers() {
 	r.Register(26, 0, 4, b.handleEndTxn)
 	r.Register(27, 0, 2, b.handleWriteTxnMarkers)
 	r.Register(28, 0, 5, b.handleTxnOffsetCommit)
+	r.Register(29, 1, 3, b.handleDescribeACLs)
+	r.Register(30, 1, 3, b.handleCreateACLs)
+	r.Register(31, 1, 3, b.handleDeleteACLs)
 	r.Register(32, 1, 4, b.handleDescribeConfigs)
 	r.Register(33, 0, 2, b.handleAlterConfigs)
 	r.Register(35, 1, 5, b.handleDescribeLogDirs)
@@ -48,11 +53,16 @@ func (b *Broker) registerHandlers() {
 	r.Register(42, 0, 3, b.handleDeleteGroups)
 	r.Register(44, 0, 1, b.handleIncrementalAlterConfigs)
 	r.Register(47, 0, 0, b.handleOffsetDelete)
-	r.Register(60, 0, 2, b.handleDescribeCluster)
+	r.Register(48, 0, 1, b.handleDescribeClientQuotas)
+	r.Register(49, 0, 1, b.handleAlterClientQuotas)
+	r.Register(50, 0, 0, b.handleDescribeUserScramCredentials)
+	r.Register(51, 0, 0, b.handleAlterUserScramCredentials)
+	r.Register(60, 0, 2, b.forListener(b.handleDescribeCluster))
 	r.Register(61, 0, 0, b.handleDescribeProducers)
 	r.Register(65, 0, 0, b.handleDescribeTransactions)
 	r.Register(66, 0, 2, b.handleListTransactions)
-	r.Register(75, 0, 0, b.handleDescribeTopicPartitions)
+	r.Register(74, 0, 1, b.handleListConfigResources)
+	r.Register(75, 0, 0, b.forListener(b.handleDescribeTopicPartitions))
 	r.Register(43, 0, 2, b.handleElectLeaders)
 	r.Register(45, 0, 1, b.handleAlterPartitionReassignments)
 	r.Register(46, 0, 0, b.handleListPartitionReassignments)

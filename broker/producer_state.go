@@ -42,6 +42,10 @@ type producerState struct {
 
 	mu    sync.Mutex
 	table *txn.ProducerState // nil until rebuildProducerState; then never nil
+	// rebuilt: the last rebuild read the whole log, so the table knows
+	// every producer the log holds (the cleaner may then drop the batches
+	// of producers it does not list).
+	rebuilt bool
 }
 
 // producerConfig is what the producer table needs from the broker. The
@@ -237,8 +241,8 @@ func (p *partition) rebuildProducerStateLocked() error {
 			return err
 		}
 	}
-	ps.table = table
-	return p.log.ScanBatches(from, func(h logstore.BatchHeader, control []byte) error {
+	ps.table, ps.rebuilt = table, false
+	err := p.log.ScanBatches(from, func(h logstore.BatchHeader, control []byte) error {
 		if h.ProducerID < 0 {
 			return nil
 		}
@@ -250,6 +254,8 @@ func (p *partition) rebuildProducerStateLocked() error {
 		p.appliedLocked([]txn.Batch{b}, logstore.AppendResult{})
 		return nil
 	})
+	ps.rebuilt = err == nil
+	return err
 }
 
 // lastStableOffset is the offset read_committed consumers may read up to:
@@ -277,6 +283,17 @@ func (p *partition) snapshotProducers() error {
 		return nil
 	}
 	return p.log.WriteProducerSnapshot(leo, table.Snapshot())
+}
+
+// producerExpiryCheckInterval is producer.id.expiration.check.interval.ms:
+// how often the broker's maintenance loop expires idle producers on every
+// replica (Broker.expireProducers), 10 minutes (Kafka's default) for a
+// config built without it.
+func (b *Broker) producerExpiryCheckInterval() time.Duration {
+	if ms := b.cfg.ProducerIDExpirationCheckIntervalMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 10 * time.Minute
 }
 
 // expireProducers drops producers idle for producer.id.expiration.ms.
@@ -315,6 +332,29 @@ func (p *partition) truncateLocked(offset int64) error {
 		return err
 	}
 	return p.rebuildProducerStateLocked()
+}
+
+// lastRecordsOfActiveProducers is what the log cleaner must keep of the
+// producers in the table (Kafka's UnifiedLog.lastRecordsOfActiveProducers):
+// each one's last data offset (-1 when it has written only markers at its
+// epoch) and epoch. It answers false while the table has not been rebuilt
+// from the whole log, so the cleaner keeps every producer's last batch.
+func (p *partition) lastRecordsOfActiveProducers() (map[int64]logstore.ActiveProducer, bool) {
+	p.producers.mu.Lock()
+	defer p.producers.mu.Unlock()
+	if p.producers.table == nil || !p.producers.rebuilt {
+		return nil, false
+	}
+	entries := p.producers.table.Producers()
+	out := make(map[int64]logstore.ActiveProducer, len(entries))
+	for _, e := range entries {
+		last := int64(-1)
+		if n := len(e.Batches); n > 0 {
+			last = e.Batches[n-1].LastOffset
+		}
+		out[e.ProducerID] = logstore.ActiveProducer{LastDataOffset: last, Epoch: e.Epoch}
+	}
+	return out, true
 }
 
 // activeProducers returns the table's entries (DescribeProducers).

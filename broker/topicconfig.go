@@ -59,6 +59,35 @@ func (b *Broker) logConfig(img *controller.Image, t *controller.Topic) (logstore
 	cfg.Compact = cleanupCompacts(eff["cleanup.policy"])
 	i64("message.timestamp.before.max.ms", &cfg.TimestampBeforeMaxMs)
 	i64("message.timestamp.after.max.ms", &cfg.TimestampAfterMaxMs)
+	i64("flush.messages", &cfg.FlushMessages)
+	i64("flush.ms", &cfg.FlushMs)
+	if v, ok := eff["compression.type"]; ok {
+		c, err := logstore.ParseCompression(v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.Compression = c
+	}
+	level := func(key string, dst *int) {
+		n := int64(*dst)
+		i64(key, &n)
+		*dst = int(n)
+	}
+	level("compression.gzip.level", &cfg.GzipLevel)
+	level("compression.lz4.level", &cfg.LZ4Level)
+	level("compression.zstd.level", &cfg.ZstdLevel)
+	// Compaction (cleaner.go): the tombstone horizon, the dirty ratio that
+	// makes a log cleanable and the compaction lags.
+	i64("delete.retention.ms", &cfg.DeleteRetentionMs)
+	i64("min.compaction.lag.ms", &cfg.MinCompactionLagMs)
+	i64("max.compaction.lag.ms", &cfg.MaxCompactionLagMs)
+	if v, ok := eff["min.cleanable.dirty.ratio"]; ok {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("min.cleanable.dirty.ratio: %w", err))
+		}
+		cfg.MinCleanableDirtyRatio = r
+	}
 	return cfg, errors.Join(errs...)
 }
 

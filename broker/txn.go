@@ -195,7 +195,9 @@ func (l txnStateLog) Read(ctx context.Context, partition int32, offset int64) ([
 	if err != nil {
 		return nil, hw, err
 	}
-	return res.Data, hw, nil
+	// The coordinators write uncompressed batches, but a compression.type
+	// set on the topic stores them compressed; the loaders read records.
+	return logstore.DecompressBatches(res.Data), hw, nil
 }
 
 // txnMarkerWriter is txn.MarkerWriter: WriteTxnMarkers to the partitions'

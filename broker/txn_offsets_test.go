@@ -242,6 +242,33 @@ func TestTxnAbortedOffsetsNotVisible(t *testing.T) {
 	}
 }
 
+// beginTxnOffsetCommit begins a transaction on cl (transactional id
+// txnID), produces value to out's partition 0, adds group to the
+// transaction and commits group's offset of in's partition 0 in it; it
+// returns the producer id and epoch. The transaction stays open.
+func beginTxnOffsetCommit(ctx context.Context, t *testing.T, cl *kgo.Client, txnID, group, out, in string, value []byte, offset int64) (int64, int16) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: out, Partition: 0, Value: value}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, group
+	if resp, err := add.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v %+v", err, resp)
+	}
+	if code, err := txnOffsetCommit(ctx, cl, txnID, group, pid, epoch, in, offset); err != nil || code != 0 {
+		t.Fatalf("TxnOffsetCommit: %v, error %d", err, code)
+	}
+	return pid, epoch
+}
+
 // txnOffsetCommit sends TxnOffsetCommit v3 (no group membership) for
 // group's offset of topic partition 0.
 func txnOffsetCommit(ctx context.Context, cl *kgo.Client, txnID, group string, pid int64, epoch int16, topic string, offset int64) (int16, error) {
@@ -292,24 +319,7 @@ func TestTxnOffsetsSurviveCoordinatorRestart(t *testing.T) {
 	// A transaction produces and commits the group's offset 7, and its
 	// producer stops before ending it.
 	cl := txnProducer(t, seeds, "restart-tx")
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "restart-out", Partition: 0, Value: []byte("out")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	pid, epoch, err := cl.ProducerID(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "restart-tx", pid, epoch, "restart-group"
-	if resp, err := add.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("AddOffsetsToTxn: %v %+v", err, resp)
-	}
-	if code, err := txnOffsetCommit(ctx, cl, "restart-tx", "restart-group", pid, epoch, "restart-in", 7); err != nil || code != 0 {
-		t.Fatalf("TxnOffsetCommit: %v, error %d", err, code)
-	}
+	pid, epoch := beginTxnOffsetCommit(ctx, t, cl, "restart-tx", "restart-group", "restart-out", "restart-in", []byte("out"), 7)
 	admin := n.Client()
 	if _, code, err := stableOffset(ctx, admin, "restart-group", "restart-in"); err != nil || code != kerr.UnstableOffsetCommit.Code {
 		t.Fatalf("pending offset before restart: error %d, %v", code, err)
@@ -368,7 +378,8 @@ func TestTxnOffsetsSurviveCoordinatorRestart(t *testing.T) {
 	if pid2 != pid || epoch2 <= epoch {
 		t.Fatalf("new producer %d/%d, old %d/%d", pid2, epoch2, pid, epoch)
 	}
-	add.ProducerEpoch = epoch2
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "restart-tx", pid2, epoch2, "restart-group"
 	if resp, err := add.RequestWith(ctx, next); err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("AddOffsetsToTxn: %v %+v", err, resp)
 	}

@@ -53,10 +53,15 @@ func produceRequest(topic string, id [16]byte, partition int32, timeoutMillis in
 }
 
 // rawProduce sends one batch to partition 0 with acks=all and returns the
-// partition's base offset and error code.
+// partition's base offset and error code. A transactional batch goes with
+// a transactional id, as a producer sends it: Kafka refuses transactional
+// records without one (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 func rawProduce(t *testing.T, cl kmsg.Requestor, topic string, id [16]byte, batch []byte) (int64, int16) {
 	t.Helper()
 	req := produceRequest(topic, id, 0, 5000, batch)
+	if len(batch) > 22 && batch[22]&0x10 != 0 { // attributes, bit 4: transactional
+		req.TransactionID = kmsg.StringPtr("raw-produce")
+	}
 	resp, err := req.RequestWith(context.Background(), cl)
 	if err != nil {
 		t.Fatal(err)

@@ -395,11 +395,32 @@ func (env *rowEnv) addNode(ctx context.Context, overrides ...string) (*broker, e
 		return nil, errors.New("addNode needs a row that runs as a cluster (row.cluster or nodes > 1)")
 	}
 	id := int32(len(env.nodes) + 1)
+	dir := filepath.Join(env.dir, fmt.Sprintf("node-%d", id))
+	for attempt := 1; ; attempt++ {
+		b, err := env.startAddedNode(ctx, id, dir, quorum, gossip, overrides)
+		if err == nil {
+			return b, nil
+		}
+		// A free port found by freeClusterPorts can be taken by another
+		// process before the node binds it; start again on other ports,
+		// as startCluster does.
+		if attempt == clusterStartAttempts || ctx.Err() != nil || !errors.Is(err, errPortTaken) {
+			return nil, err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// startAddedNode is one attempt of addNode. When the node exits because one
+// of its ports was taken, it is dropped from env.nodes again and the error
+// wraps errPortTaken.
+func (env *rowEnv) startAddedNode(ctx context.Context, id int32, dir, quorum, gossip string, overrides []string) (*broker, error) {
 	ports, err := freeClusterPorts(1)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(env.dir, fmt.Sprintf("node-%d", id))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -409,13 +430,19 @@ func (env *rowEnv) addNode(ctx context.Context, overrides ...string) (*broker, e
 		"gossip.listener=" + ports[0].gossip,
 		"gossip.join=" + gossip,
 	}, overrides...)
-	b, err := spawnBroker(first.bin, dir, id, ports[0].kafka, props)
+	b, err := spawnBroker(env.nodes[0].bin, dir, id, ports[0].kafka, props)
 	if err != nil {
 		return nil, fmt.Errorf("node %d: %w", id, err)
 	}
 	env.nodes = append(env.nodes, b)
 	env.bootstrap = append(env.bootstrap, b.addr)
 	if err := b.waitReady(ctx); err != nil {
+		if logHas(b.logPath, "address already in use") {
+			stopAll([]*broker{b})
+			env.nodes = env.nodes[:len(env.nodes)-1]
+			env.bootstrap = env.bootstrap[:len(env.bootstrap)-1]
+			return nil, fmt.Errorf("node %d: %w: %w", id, errPortTaken, err)
+		}
 		return nil, fmt.Errorf("node %d: %w", id, err)
 	}
 	return b, nil

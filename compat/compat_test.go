@@ -34,6 +34,11 @@ type row struct {
 	// gossip, cluster_test.go) rather than a lone broker, so that the row
 	// can add nodes to it (rowEnv.addNode).
 	cluster bool
+	// start, when set, starts the row's nodes in place of the harness's
+	// PLAINTEXT broker or cluster (a row with its own listeners, e.g. the
+	// kgo-security rows); each node's addr is the one clients bootstrap
+	// from. On failure it leaves no process running.
+	start func(ctx context.Context, bin, dir string, logf func(string, ...any)) ([]*broker, error)
 	// run performs the check. The first line of a returned error is the
 	// row's "first failure line"; later lines are detail.
 	run func(ctx context.Context, env *rowEnv) error
@@ -57,6 +62,9 @@ type rowEnv struct {
 func allRows() []row {
 	rows := []row{
 		kgoSuiteRow(),
+		// The kgo suite over TLS, with its SCRAM and OAUTHBEARER tests
+		// (kgo_security_test.go, issue 19).
+		kgoSecurityRow(),
 		kafkagoRow(),
 		kcatRoundTripRow(),
 		kcatMetadataRow(),
@@ -74,6 +82,8 @@ func allRows() []row {
 		javaAPIVersionsRow(),
 		javaTopicsRow(),
 		javaConfigsRow(),
+		javaConfigsKeysetRow(),
+		javaQuotasConfigsRow(),
 		javaGetOffsetsRow(),
 		javaDeleteRecordsRow(),
 		javaLogDirsRow(),
@@ -91,6 +101,7 @@ func allRows() []row {
 		pythonGroupRow(),
 		// Three-node clusters (cluster_test.go).
 		kgoSuiteRF3Row(),
+		kgoSecurityRF3Row(),
 		javaTopicsRF3Row(),
 		javaConsoleRF3Row(),
 		// Leader balance (java_leader_election_test.go).
@@ -102,6 +113,20 @@ func allRows() []row {
 		// Transactions (java_transactions_test.go).
 		javaTransactionsRow(),
 		javaTxnCopierRow(),
+		// A million keyed records cleaned on three nodes
+		// (java_compaction_test.go, issue 17).
+		javaCompactionRow(),
+		// Client byte-rate quotas measured with the perf tools
+		// (java_quota_perf_test.go, issue 18).
+		javaQuotaPerfRow(),
+		kafkaStreamsRow(), // Kafka Streams, exactly_once_v2, with a compacted changelog (streams_test.go)
+		// SASL_SSL with SCRAM-SHA-512 and the authorizer, issue 19
+		// (java_security_test.go, kcat_security_test.go,
+		// python_security_test.go).
+		javaScramUsersRow(),
+		javaAclsRow(),
+		kcatSecurityRow(),
+		pythonSecurityRow(),
 	}
 	return rows
 }
@@ -122,23 +147,28 @@ func (r result) String() string {
 	return fmt.Sprintf("%-26s %s %8.1fs  %s", r.name, status, r.elapsed.Seconds(), r.first)
 }
 
-// TestCompat runs every row against a freshly built sluice. It is skipped
-// unless SLUICE_COMPAT=1 (scripts/test-all.sh sets it).
-func TestCompat(t *testing.T) {
-	if os.Getenv("SLUICE_COMPAT") != "1" {
-		t.Skip("set SLUICE_COMPAT=1 to run the compat rows (builds ./cmd/sluice; needs kcat)")
-	}
+// compatDirs returns the repository root and the directory where a compat
+// test keeps its broker binary and logs: SLUICE_COMPAT_LOGDIR, created if
+// need be, or a temporary directory.
+func compatDirs(t *testing.T) (root, logDir string) {
+	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	logDir := os.Getenv("SLUICE_COMPAT_LOGDIR")
+	logDir = os.Getenv("SLUICE_COMPAT_LOGDIR")
 	if logDir == "" {
 		logDir = t.TempDir()
 	} else if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return root, logDir
+}
 
+// compatBroker builds the broker the rows run (or takes SLUICE_BIN) into
+// logDir and returns its path.
+func compatBroker(t *testing.T, root, logDir string) string {
+	t.Helper()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	bin, err := buildBroker(ctx, root, logDir)
@@ -147,6 +177,17 @@ func TestCompat(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	t.Logf("broker binary %s (%.1fs)", bin, time.Since(start).Seconds())
+	return bin
+}
+
+// TestCompat runs every row against a freshly built sluice. It is skipped
+// unless SLUICE_COMPAT=1 (scripts/test-all.sh sets it).
+func TestCompat(t *testing.T) {
+	if os.Getenv("SLUICE_COMPAT") != "1" {
+		t.Skip("set SLUICE_COMPAT=1 to run the compat rows (builds ./cmd/sluice; needs kcat)")
+	}
+	root, logDir := compatDirs(t)
+	bin := compatBroker(t, root, logDir)
 
 	var results []result
 	for _, r := range allRows() {
@@ -200,7 +241,17 @@ func runRow(t *testing.T, r row, bin, root, dir string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	var nodes []*broker
-	if r.nodes <= 1 && !r.cluster {
+	if r.start != nil {
+		formStart := time.Now()
+		var err error
+		if nodes, err = r.start(ctx, bin, dir, t.Logf); err != nil {
+			return fail(fmt.Errorf("starting the row's nodes: %w", err))
+		}
+		for _, b := range nodes {
+			t.Logf("node %d on %s, log %s", b.id, b.addr, b.logPath)
+		}
+		t.Logf("%d node(s) ready in %.1fs", len(nodes), time.Since(formStart).Seconds())
+	} else if r.nodes <= 1 && !r.cluster {
 		b, err := startBroker(ctx, bin, dir, r.overrides)
 		if err != nil {
 			return fail(fmt.Errorf("starting broker: %w", err))

@@ -7,6 +7,11 @@
 //
 //   - kgo: franz-go's own integration suite (github.com/twmb/franz-go/pkg/kgo
 //     at the version in go.mod), minus the tests listed in kgo_excluded.txt;
+//   - librdkafka-suite, librdkafka-suite-txn: librdkafka v2.15.1's own
+//     integration tests (quick mode; librdkafka/suite_tests.txt), built from
+//     source by librdkafka/build.sh into a cache outside the repository,
+//     against one node and, for its transactions test, three, minus the
+//     tests listed in librdkafka_suite_excluded.txt (TestCompatLibrdkafka);
 //   - kcat: a 100,000-message keyed round trip through kcat (librdkafka);
 //   - kafka-*: Apache Kafka 4.1.1's command-line tools (java_*_test.go),
 //     run through the launchers in compat/bin/ from jars that

@@ -16,6 +16,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // kafkagoModule is segmentio/kafka-go, a Go client written without any help
@@ -45,10 +52,28 @@ const kafkagoExcludedFile = "kafkago_excluded.txt"
 // kafkagoAddr is where the suite's tests find the broker: they dial
 // "localhost:9092" and expect Metadata to name broker 1 at host "localhost",
 // port 9092. The row's broker listens on this port and advertises that
-// host, so the port must be free when the row runs.
+// host, so the port must be free when the row runs. The SASL tests (the
+// sasl package, TestUnsupportedSASLMechanism, the Writer's SASL/PLAIN
+// subtest) dial the suite's SASL_PLAINTEXT listener on 9093, which must be
+// free too.
 const (
-	kafkagoListen     = "127.0.0.1:9092"
-	kafkagoAdvertised = "localhost:9092"
+	kafkagoListen         = "127.0.0.1:9092"
+	kafkagoAdvertised     = "localhost:9092"
+	kafkagoSASLListen     = "127.0.0.1:9093"
+	kafkagoSASLAdvertised = "localhost:9093"
+)
+
+// The users of the suite's Kafka 4 test environment
+// (docker_compose_versions/docker-compose-400.yml, KAFKA_VERSION >= 4.0.0):
+// a PLAIN user from the broker's JAAS text and one SCRAM user per
+// mechanism, all three super users.
+const (
+	kafkagoPlainUser     = "adminplain"
+	kafkagoPlainPassword = "admin-secret"
+	kafkagoScram256User  = "adminscram256"
+	kafkagoScram256Pass  = "admin-secret-256"
+	kafkagoScram512User  = "adminscram512"
+	kafkagoScram512Pass  = "admin-secret-512"
 )
 
 // kafkagoKafkaVersion is the suite's KAFKA_VERSION: the Kafka release whose
@@ -74,13 +99,25 @@ func kafkagoRow() row {
 	}
 }
 
-// kafkagoBrokerProps are the broker settings of the suite's CI (the parts
-// that matter to a single PLAINTEXT listener), on top of sluice's defaults
+// kafkagoBrokerProps are the broker settings of the suite's CI for Kafka 4
+// (docker-compose-400.yml), on top of sluice's defaults
 // (auto.create.topics.enable and delete.topic.enable are already true,
-// num.partitions already 1).
+// num.partitions already 1): a PLAINTEXT listener on 9092 and a
+// SASL_PLAINTEXT one on 9093 with PLAIN and both SCRAM mechanisms, named as
+// there; the StandardAuthorizer allowing everything no ACL names, with the
+// suite's three users as super users. The SCRAM users are created once the
+// broker is up (kafkagoUsers), as the CI's image creates them.
 var kafkagoBrokerProps = []string{
-	"listeners=PLAINTEXT://" + kafkagoListen,
-	"advertised.listeners=PLAINTEXT://" + kafkagoAdvertised,
+	"listeners=PLAIN://" + kafkagoListen + ",SASL://" + kafkagoSASLListen,
+	"advertised.listeners=PLAIN://" + kafkagoAdvertised + ",SASL://" + kafkagoSASLAdvertised,
+	"listener.security.protocol.map=PLAIN:PLAINTEXT,SASL:SASL_PLAINTEXT",
+	"inter.broker.listener.name=PLAIN",
+	"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+	"listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required " +
+		`username="` + kafkagoPlainUser + `" password="` + kafkagoPlainPassword + `" user_` + kafkagoPlainUser + `="` + kafkagoPlainPassword + `";`,
+	"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"allow.everyone.if.no.acl.found=true",
+	"super.users=User:" + kafkagoScram256User + ";User:" + kafkagoScram512User + ";User:" + kafkagoPlainUser,
 	"message.max.bytes=200000000",
 	"group.initial.rebalance.delay.ms=0",
 }
@@ -147,6 +184,11 @@ func kafkagoBroker(ctx context.Context, env *rowEnv) error {
 		return fmt.Errorf("the kafka-go suite needs a broker on %s, and that port is taken: %w", kafkagoListen, err)
 	}
 	ln.Close()
+	ln, err = net.Listen("tcp", kafkagoSASLListen)
+	if err != nil {
+		return fmt.Errorf("the kafka-go suite needs a SASL listener on %s, and that port is taken: %w", kafkagoSASLListen, err)
+	}
+	ln.Close()
 	b, err := spawnBroker(old.bin, filepath.Join(env.dir, "node-9092"), 1, kafkagoListen, kafkagoBrokerProps)
 	if err != nil {
 		return err
@@ -155,7 +197,59 @@ func kafkagoBroker(ctx context.Context, env *rowEnv) error {
 	if err := b.waitReady(ctx); err != nil {
 		return fmt.Errorf("starting the broker on %s: %w", kafkagoListen, err)
 	}
-	env.t.Logf("kafka-go: broker on %s (advertised %s), log %s", kafkagoListen, kafkagoAdvertised, b.logPath)
+	if err := kafkagoUsers(ctx); err != nil {
+		return err
+	}
+	env.t.Logf("kafka-go: broker on %s (advertised %s), SASL_PLAINTEXT on %s (advertised %s), log %s",
+		kafkagoListen, kafkagoAdvertised, kafkagoSASLListen, kafkagoSASLAdvertised, b.logPath)
+	return nil
+}
+
+// kafkagoUsers creates the suite's SCRAM users with AlterUserScramCredentials
+// over the PLAINTEXT listener (ANONYMOUS, allowed: no ACL names the
+// cluster), as the CI's image does with kafka-configs.sh, then waits until
+// each of the three users logs in on the SASL listener.
+func kafkagoUsers(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkagoListen))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(actx, nil, []kadm.UpsertSCRAM{
+		{User: kafkagoScram256User, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: kafkagoScram256Pass},
+		{User: kafkagoScram512User, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: kafkagoScram512Pass},
+	})
+	cancel()
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("creating the suite's SCRAM users: %w", err)
+	}
+	for _, m := range []struct {
+		user string
+		mech sasl.Mechanism
+	}{
+		{kafkagoPlainUser, plain.Auth{User: kafkagoPlainUser, Pass: kafkagoPlainPassword}.AsMechanism()},
+		{kafkagoScram256User, scram.Auth{User: kafkagoScram256User, Pass: kafkagoScram256Pass}.AsSha256Mechanism()},
+		{kafkagoScram512User, scram.Auth{User: kafkagoScram512User, Pass: kafkagoScram512Pass}.AsSha512Mechanism()},
+	} {
+		err := pollUntil(ctx, 30*time.Second, func() error {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(kafkagoSASLListen), kgo.SASL(m.mech), kgo.RequestRetries(0))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err = kmsg.NewPtrApiVersionsRequest().RequestWith(rctx, cl.SeedBrokers()[0])
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s's %s login on %s: %w", m.user, m.mech.Name(), kafkagoSASLListen, err)
+		}
+	}
 	return nil
 }
 

@@ -71,14 +71,29 @@ func kgoRow(name string, nodes int) row {
 // brokers, creating topics with replication factor rf, and fails on any
 // failed test, on a non-zero exit, or when no test passed.
 func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
+	_, err := runKgoSuiteEnv(ctx, env, rf, nil, nil)
+	return err
+}
+
+// runKgoSuiteEnv is runKgoSuite with more KGO_ variables (key=value) in the
+// suite's environment and the tests of more exclusion files skipped; it
+// returns the suite's events as well, once the suite has run.
+func runKgoSuiteEnv(ctx context.Context, env *rowEnv, rf int, extraEnv, moreExclusionFiles []string) (*testSummary, error) {
 	excluded, err := readExclusions(kgoExcludedFile)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	for _, file := range moreExclusionFiles {
+		more, err := readExclusions(file)
+		if err != nil {
+			return nil, err
+		}
+		excluded = append(excluded, more...)
 	}
 	if rf > 1 {
 		more, err := readExclusions(kgoExcludedClusterFile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		excluded = append(excluded, more...)
 	}
@@ -91,24 +106,24 @@ func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = env.root
 	seeds := strings.Join(env.bootstrap, ",")
-	cmd.Env = kgoEnv(seeds, rf)
+	cmd.Env = append(kgoEnv(seeds, rf), extraEnv...)
 	cmd.WaitDelay = 10 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rawPath := filepath.Join(env.dir, "kgo-test.json")
 	raw, err := os.Create(rawPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer raw.Close()
 
 	env.t.Logf("go %s (KGO_SEEDS=%s KGO_TEST_RF=%d)", strings.Join(args, " "), seeds, rf)
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("go test %s: %w", kgoPackage, err)
+		return nil, fmt.Errorf("go test %s: %w", kgoPackage, err)
 	}
 	sum := readTestEvents(io.TeeReader(stdout, raw), func(ev testEvent) {
 		// Progress for whoever watches the log: each failed
@@ -125,12 +140,12 @@ func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
 		sum.passed, len(sum.failed), sum.skipped, len(unfinished), rawPath)
 	if len(sum.failed) == 0 && waitErr == nil {
 		if sum.passed == 0 {
-			return fmt.Errorf("go test %s ran no test\n%s", kgoPackage, stderr.String())
+			return sum, fmt.Errorf("go test %s ran no test\n%s", kgoPackage, stderr.String())
 		}
-		return nil
+		return sum, nil
 	}
 
-	return sum.failure("", "go test "+kgoPackage, waitErr, rawPath, stderr.String())
+	return sum, sum.failure("", "go test "+kgoPackage, waitErr, rawPath, stderr.String())
 }
 
 // maxDetailedTests bounds how many tests' output a failure message carries.

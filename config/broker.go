@@ -74,17 +74,42 @@ type Broker struct {
 	LogCleanupPolicy                   string // log.cleanup.policy (comma list)
 	CompressionType                    string // compression.type
 	LogCleanerEnable                   bool   // log.cleaner.enable
-	NumRecoveryThreadsPerDataDir       int32  // num.recovery.threads.per.data.dir
+	// Static values of the cleaner's dynamic keys; CleanerSettings
+	// resolves the dynamic ones.
+	LogCleanerThreads             int32   // log.cleaner.threads
+	LogCleanerBackoffMs           int64   // log.cleaner.backoff.ms
+	LogCleanerDedupeBufferSize    int64   // log.cleaner.dedupe.buffer.size
+	LogCleanerIOBufferSize        int32   // log.cleaner.io.buffer.size
+	LogCleanerIOBufferLoadFactor  float64 // log.cleaner.io.buffer.load.factor
+	LogCleanerIOMaxBytesPerSecond float64 // log.cleaner.io.max.bytes.per.second
+	NumRecoveryThreadsPerDataDir  int32   // num.recovery.threads.per.data.dir
+
+	// Authorization (authorizer_keys.go): AuthorizerClassName empty
+	// means no authorizer.
+	AuthorizerClassName       string // authorizer.class.name
+	SuperUsers                string // super.users (semicolon list)
+	AllowEveryoneIfNoACLFound bool   // allow.everyone.if.no.acl.found
 
 	SocketRequestMaxBytes int32 // socket.request.max.bytes
-	ConnectionsMaxIdleMs  int64 // connections.max.idle.ms
-	QueuedMaxRequestBytes int64 // queued.max.request.bytes; -1 unbounded
+	// SASL sessions: connections.max.reauth.ms (KIP-368, 0: forever) and
+	// connection.failed.authentication.delay.ms.
+	ConnectionsMaxReauthMs      int64
+	ConnectionFailedAuthDelayMs int32
+	ConnectionsMaxIdleMs        int64 // connections.max.idle.ms
+	QueuedMaxRequestBytes       int64 // queued.max.request.bytes; -1 unbounded
+	QuotaWindowNum              int32 // quota.window.num
+	QuotaWindowSizeSecs         int32 // quota.window.size.seconds
+	// controller.quota.window.num and .size.seconds: the burst of
+	// controller_mutation_rate.
+	ControllerQuotaWindowNum      int32
+	ControllerQuotaWindowSizeSecs int32
 
 	// Static values of the connection limits; ConnectionLimits resolves
 	// the dynamic ones.
 	MaxConnections               int32  // max.connections
 	MaxConnectionsPerIP          int32  // max.connections.per.ip
 	MaxConnectionsPerIPOverrides string // max.connections.per.ip.overrides
+	MaxConnectionCreationRate    int32  // max.connection.creation.rate
 	FetchMaxBytes                int32  // fetch.max.bytes
 	RequestTimeoutMs             int32  // request.timeout.ms
 
@@ -134,6 +159,7 @@ type Broker struct {
 	TransactionRemoveExpiredIntervalMs     int32 // transaction.remove.expired.transaction.cleanup.interval.ms
 	TransactionPartitionVerificationEnable bool  // transaction.partition.verification.enable
 	ProducerIDExpirationMs                 int32 // producer.id.expiration.ms
+	ProducerIDExpirationCheckIntervalMs    int32 // producer.id.expiration.check.interval.ms
 
 	// static holds every key set by the file or an override, normalized.
 	static map[string]string
@@ -208,13 +234,29 @@ var bindings = []binding{
 	fieldFor("log.cleanup.policy", func(b *Broker) any { return &b.LogCleanupPolicy }),
 	fieldFor("compression.type", func(b *Broker) any { return &b.CompressionType }),
 	fieldFor("log.cleaner.enable", func(b *Broker) any { return &b.LogCleanerEnable }),
+	fieldFor("log.cleaner.threads", func(b *Broker) any { return &b.LogCleanerThreads }),
+	fieldFor("log.cleaner.backoff.ms", func(b *Broker) any { return &b.LogCleanerBackoffMs }),
+	fieldFor("log.cleaner.dedupe.buffer.size", func(b *Broker) any { return &b.LogCleanerDedupeBufferSize }),
+	fieldFor("log.cleaner.io.buffer.size", func(b *Broker) any { return &b.LogCleanerIOBufferSize }),
+	fieldFor("log.cleaner.io.buffer.load.factor", func(b *Broker) any { return &b.LogCleanerIOBufferLoadFactor }),
+	fieldFor("log.cleaner.io.max.bytes.per.second", func(b *Broker) any { return &b.LogCleanerIOMaxBytesPerSecond }),
 	fieldFor("num.recovery.threads.per.data.dir", func(b *Broker) any { return &b.NumRecoveryThreadsPerDataDir }),
+	fieldFor("authorizer.class.name", func(b *Broker) any { return &b.AuthorizerClassName }),
+	fieldFor("super.users", func(b *Broker) any { return &b.SuperUsers }),
+	fieldFor("allow.everyone.if.no.acl.found", func(b *Broker) any { return &b.AllowEveryoneIfNoACLFound }),
 	fieldFor("socket.request.max.bytes", func(b *Broker) any { return &b.SocketRequestMaxBytes }),
+	fieldFor("connections.max.reauth.ms", func(b *Broker) any { return &b.ConnectionsMaxReauthMs }),
+	fieldFor("connection.failed.authentication.delay.ms", func(b *Broker) any { return &b.ConnectionFailedAuthDelayMs }),
 	fieldFor("connections.max.idle.ms", func(b *Broker) any { return &b.ConnectionsMaxIdleMs }),
 	fieldFor("queued.max.request.bytes", func(b *Broker) any { return &b.QueuedMaxRequestBytes }),
+	fieldFor("quota.window.num", func(b *Broker) any { return &b.QuotaWindowNum }),
+	fieldFor("quota.window.size.seconds", func(b *Broker) any { return &b.QuotaWindowSizeSecs }),
+	fieldFor("controller.quota.window.num", func(b *Broker) any { return &b.ControllerQuotaWindowNum }),
+	fieldFor("controller.quota.window.size.seconds", func(b *Broker) any { return &b.ControllerQuotaWindowSizeSecs }),
 	fieldFor("max.connections", func(b *Broker) any { return &b.MaxConnections }),
 	fieldFor("max.connections.per.ip", func(b *Broker) any { return &b.MaxConnectionsPerIP }),
 	fieldFor("max.connections.per.ip.overrides", func(b *Broker) any { return &b.MaxConnectionsPerIPOverrides }),
+	fieldFor("max.connection.creation.rate", func(b *Broker) any { return &b.MaxConnectionCreationRate }),
 	fieldFor("fetch.max.bytes", func(b *Broker) any { return &b.FetchMaxBytes }),
 	fieldFor("request.timeout.ms", func(b *Broker) any { return &b.RequestTimeoutMs }),
 	fieldFor("replica.lag.time.max.ms", func(b *Broker) any { return &b.ReplicaLagTimeMaxMs }),
@@ -261,6 +303,7 @@ var bindings = []binding{
 	fieldFor("transaction.remove.expired.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionRemoveExpiredIntervalMs }),
 	fieldFor("transaction.partition.verification.enable", func(b *Broker) any { return &b.TransactionPartitionVerificationEnable }),
 	fieldFor("producer.id.expiration.ms", func(b *Broker) any { return &b.ProducerIDExpirationMs }),
+	fieldFor("producer.id.expiration.check.interval.ms", func(b *Broker) any { return &b.ProducerIDExpirationCheckIntervalMs }),
 }
 
 // staticOrDefault returns a key's static value, else its default; ok is false
@@ -317,6 +360,12 @@ func assign(ptr any, s string) error {
 			return fmt.Errorf("%q does not fit this field", s)
 		}
 		reflect.ValueOf(ptr).Elem().SetInt(n)
+	case *float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", s)
+		}
+		*p = f
 	case *[]string:
 		*p = splitList(s)
 	case *[]Listener:
@@ -395,11 +444,10 @@ func (b *Broker) setFrom(key, value, where string) error {
 
 // checkBrokerValue normalizes and checks one broker key's value.
 func checkBrokerValue(key, value string) (string, *KeyError) {
-	i, ok := brokerKeyIndex[key]
+	k, ok := lookupBrokerKey(key)
 	if !ok {
 		return "", &KeyError{Key: key, Kind: ErrUnknownKey}
 	}
-	k := brokerKeyList[i]
 	norm, bad := checkValue(k.typ, k.checks, value)
 	if bad != "" {
 		return "", &KeyError{Key: key, Detail: bad, Kind: ErrInvalidValue}
@@ -546,6 +594,9 @@ func (b *Broker) Validate() error {
 	if n := b.InterBrokerListenerName; n != "" && !names[strings.ToUpper(n)] {
 		return invalid("inter.broker.listener.name", "listener %s is not in listeners", n)
 	}
+	if err := b.validateSecurity(static, protocols); err != nil {
+		return err
+	}
 	if b.GroupMinSessionTimeoutMs > b.GroupMaxSessionTimeoutMs {
 		return invalid("group.min.session.timeout.ms", "%d is larger than group.max.session.timeout.ms %d", b.GroupMinSessionTimeoutMs, b.GroupMaxSessionTimeoutMs)
 	}
@@ -581,6 +632,9 @@ func (b *Broker) Validate() error {
 	// every connection without an override.
 	if q := b.QueuedMaxRequestBytes; q > 0 && q < int64(b.SocketRequestMaxBytes) {
 		return invalid("queued.max.request.bytes", "%d must be at least socket.request.max.bytes %d (or -1 for unbounded)", q, b.SocketRequestMaxBytes)
+	}
+	if err := b.cleanerSettingsStatic().check(); err != nil {
+		return err
 	}
 	if b.MaxConnectionsPerIP == 0 && strings.TrimSpace(b.MaxConnectionsPerIPOverrides) == "" {
 		return invalid("max.connections.per.ip", "can be 0 only if max.connections.per.ip.overrides is set")

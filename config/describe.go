@@ -33,16 +33,41 @@ type BrokerKey struct {
 	Mode      UpdateMode
 	Sensitive bool
 	Doc       string
+	// Status is what sluice does with the key; Issue (NotYet; 0 when none
+	// is filed) and Why (Inert, NotYet) say more.
+	Status Status
+	Issue  int
+	Why    string
+	// Extra is non-empty for a key Kafka 4.4 does not list: why sluice
+	// has it.
+	Extra string
 }
 
 // BrokerKeys returns every broker key sluice accepts, sorted by name.
 func BrokerKeys() []BrokerKey {
 	out := make([]BrokerKey, 0, len(brokerKeyList))
 	for _, k := range brokerKeyList {
-		out = append(out, BrokerKey{Name: k.name, Type: k.typ, Default: k.def, Mode: k.mode, Sensitive: k.sensitive, Doc: k.doc})
+		out = append(out, BrokerKey{Name: k.name, Type: k.typ, Default: k.def, Mode: k.mode, Sensitive: k.sensitive, Doc: k.doc,
+			Status: k.status, Issue: k.issue, Why: k.why, Extra: k.extra})
 	}
 	slices.SortFunc(out, func(a, b BrokerKey) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// statusDoc is a key's documentation as DescribeConfigs returns it: its
+// doc string, then what sluice does with it when that is not "supported",
+// and why sluice has it when Kafka 4.4 does not.
+func statusDoc(doc string, st Status, issue int, why, extra string) string {
+	switch st {
+	case Inert:
+		doc += " No effect in sluice: " + why + "."
+	case NotYet:
+		doc += " Not supported yet in sluice (" + notYetWhat(issue, why) + "): only the default is accepted."
+	}
+	if extra != "" {
+		doc += " Not a Kafka 4.4 key: " + extra + "."
+	}
+	return doc
 }
 
 // layer is one source of broker values, in precedence order.
@@ -119,7 +144,7 @@ func (b *Broker) DescribeBroker(perBroker, clusterDefault map[string]string) []E
 	out := make([]Entry, 0, len(brokerKeyList))
 	for _, k := range brokerKeyList {
 		e := Entry{Name: k.name, Source: SourceDefault, Value: k.def, ReadOnly: k.mode == ReadOnly,
-			Sensitive: k.sensitive, Type: k.typ, Doc: k.doc}
+			Sensitive: k.sensitive, Type: k.typ, Doc: statusDoc(k.doc, k.status, k.issue, k.why, k.extra)}
 		for _, l := range ls {
 			if val, ok := l.values[k.name]; ok {
 				e.Value, e.Source = v(val), l.source
@@ -135,6 +160,7 @@ func (b *Broker) DescribeBroker(perBroker, clusterDefault map[string]string) []E
 		}
 		out = append(out, e)
 	}
+	out = append(out, describeListenerKeys(ls)...)
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
@@ -149,7 +175,7 @@ func (b *Broker) DescribeTopic(topicConfigs, perBroker, clusterDefault map[strin
 	out := make([]Entry, 0, len(topicKeyList))
 	for i := range topicKeyList {
 		k := &topicKeyList[i]
-		e := Entry{Name: k.Name, Type: k.Type, Doc: k.Doc}
+		e := Entry{Name: k.Name, Type: k.Type, Doc: statusDoc(k.Doc, k.Status, k.Issue, k.Why, k.Extra)}
 		if val, ok := topicConfigs[k.Name]; ok {
 			e.Value, e.Source = v(val), SourceDynamicTopic
 			e.Synonyms = append(e.Synonyms, Synonym{Name: k.Name, Value: v(val), Source: SourceDynamicTopic})
@@ -184,15 +210,19 @@ func (b *Broker) EffectiveTopicConfig(topicConfigs, perBroker, clusterDefault ma
 // ErrUnknownKey, ErrNotDynamic or ErrInvalidValue; Kafka answers all of them
 // with INVALID_REQUEST for broker resources.
 func ValidateBrokerDynamic(key, value string) error {
-	i, ok := brokerKeyIndex[key]
+	k, ok := lookupBrokerKey(key)
 	if !ok {
 		return &KeyError{Key: key, Kind: ErrUnknownKey}
 	}
-	if brokerKeyList[i].mode == ReadOnly {
+	if k.mode == ReadOnly {
 		return &KeyError{Key: key, Detail: "cannot be updated dynamically (read-only; set it in the file and restart)", Kind: ErrNotDynamic}
 	}
-	if _, err := checkBrokerValue(key, value); err != nil {
+	norm, err := checkBrokerValue(key, value)
+	if err != nil {
 		return err
+	}
+	if bad := checkListenerReconfiguration(key, norm); bad != "" {
+		return &KeyError{Key: key, Detail: bad, Kind: ErrInvalidValue}
 	}
 	return nil
 }
@@ -204,7 +234,7 @@ func ValidateClusterDefault(key, value string) error {
 	if err := ValidateBrokerDynamic(key, value); err != nil {
 		return err
 	}
-	if brokerKeyList[brokerKeyIndex[key]].mode == PerBroker {
+	if k, _ := lookupBrokerKey(key); k.mode == PerBroker {
 		return &KeyError{Key: key, Detail: "can only be set for one broker, not as the cluster default", Kind: ErrPerBrokerOnly}
 	}
 	return nil

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -153,7 +154,9 @@ func TestDescribeBroker(t *testing.T) {
 		{"min.insync.replicas", "2", SourceDynamicDefaultBroker, false},
 		{"log.dirs", "/direct", SourceStaticBroker, true},
 		{"log.dir", "./sluice-data", SourceDefault, true},
-		{"listeners", "PLAINTEXT://127.0.0.1:9092", SourceDefault, false},
+		{"listeners", "PLAINTEXT://127.0.0.1:9092", SourceDefault, true},
+		{"sasl.kerberos.min.time.before.relogin", "60000", SourceDefault, false},
+		{"ssl.keystore.password", "<nil>", SourceDefault, true},
 		{"node.id", "1", SourceDefault, true},
 	}
 	for _, tt := range tests {
@@ -174,5 +177,32 @@ func TestDescribeBroker(t *testing.T) {
 	}
 	if got := syns(entryByName(t, entries, "log.retention.ms")); !reflect.DeepEqual(got, wantSyns) {
 		t.Errorf("log.retention.ms synonyms\n got: %v\nwant: %v", got, wantSyns)
+	}
+}
+
+// TestDescribeDocsSayStatus checks that DescribeConfigs' documentation of
+// a key says what sluice does with it when it does not enforce it, and
+// marks sluice's own keys.
+func TestDescribeDocsSayStatus(t *testing.T) {
+	b := Default()
+	entries := b.DescribeBroker(nil, nil)
+	for name, want := range map[string]string{
+		"sasl.kerberos.min.time.before.relogin": "No effect in sluice: sluice has no SASL/GSSAPI (Kerberos) mechanism",
+		"ssl.engine.factory.class":              "Not supported yet in sluice (a Java plugin class or provider",
+		"gossip.join":                           "Not a Kafka 4.4 key: sluice's membership gossip (serf).",
+	} {
+		if doc := entryByName(t, entries, name).Doc; !strings.Contains(doc, want) {
+			t.Errorf("%s doc %q does not say %q", name, doc, want)
+		}
+	}
+	if doc := entryByName(t, entries, "log.segment.bytes").Doc; strings.Contains(doc, "sluice") {
+		t.Errorf("log.segment.bytes doc %q mentions a status, want none: it is enforced", doc)
+	}
+	topic := b.DescribeTopic(nil, nil, nil)
+	if doc := entryByName(t, topic, "remote.storage.enable").Doc; !strings.Contains(doc, "Not supported yet in sluice (tiered storage (KIP-405); issue 20)") {
+		t.Errorf("remote.storage.enable doc %q does not say it waits for issue 20", doc)
+	}
+	if doc := entryByName(t, topic, "min.compaction.lag.ms").Doc; strings.Contains(doc, "sluice") {
+		t.Errorf("min.compaction.lag.ms doc %q mentions a status, want none: the cleaner enforces it", doc)
 	}
 }

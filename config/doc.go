@@ -33,14 +33,45 @@
 // broker AlterConfigs with INVALID_REQUEST (KAFKA-13609 keeps it that way for
 // compatibility) and a bad topic config with INVALID_CONFIG.
 //
-// Unknown keys are an error. Kafka keys sluice accepts but does not act on
-// (thread counts, socket buffers, KRaft settings, most group and transaction
-// tuning) are listed in the table with Kafka's defaults, so they load without
-// complaint and DescribeConfigs reports them.
+// Unknown keys are an error. Every broker and topic config key Kafka 4.4
+// defines is in the table, with Kafka's type, default and update mode, and
+// one of three statuses (KEYS.md lists them all; `go generate ./config`
+// rewrites it from the table):
+//
+//   - supported: enforced.
+//   - no effect in sluice (inert): accepted, stored and described, for keys
+//     whose feature cannot apply in sluice — thread pools and purgatories of
+//     a design sluice does not have, Kerberos (no SASL/GSSAPI), KRaft's own
+//     quorum and metadata log (sluice uses hashicorp/raft).
+//   - not supported yet: described with Kafka's default; any other value is
+//     refused at start-up and by AlterConfigs / IncrementalAlterConfigs
+//     with "not supported yet (<feature>; issue N)": TLS and SASL (issue
+//     19), quotas (18), tiered storage, share and streams groups (20),
+//     metrics reporters (21), and a few keys whose feature has no issue
+//     yet.
+//
+// The log cleaner's keys (log.cleaner.threads, .dedupe.buffer.size,
+// .io.buffer.size, .io.buffer.load.factor, .io.max.bytes.per.second,
+// .backoff.ms) are cluster-wide dynamic, as in Kafka (cleaner.go resolves
+// them; broker/cleaner.go applies a change without a restart). A change is
+// checked as Kafka's LogCleaner.validateReconfiguration and KafkaConfig
+// do: threads at least 1, at most double and at least half the running
+// count, and more than 1 MiB of key map per thread. sluice refuses 0
+// threads, a load factor outside (0, 1] and a non-positive byte rate,
+// which Kafka's key definitions accept but its cleaner cannot run with.
+// log.cleaner.io.buffer.size sizes the write buffer only (the key's doc
+// says why).
+//
+// A few keys are sluice's own or ones Kafka 4.4 no longer lists (gossip.*,
+// max.broker.partitions, log.message.downconversion.enable); KEYS.md marks
+// them "sluice only". Where sluice applies a key only at start although
+// Kafka can alter it dynamically (listeners, listener.security.protocol.map,
+// producer.id.expiration.ms), it is read-only here, so an AlterConfigs that
+// would change nothing is refused.
 //
 // # Defaults
 //
-// Defaults are Kafka 4.0's except where a developer running one node with no
+// Defaults are Kafka 4.4's except where a developer running one node with no
 // file needs something else:
 //
 //   - node.id 1 (Kafka requires it), process.roles "broker,controller".
@@ -67,7 +98,10 @@
 //
 // message.downconversion.enable and log.message.downconversion.enable are
 // accepted and ignored: sluice never down-converts (Kafka 4 dropped message
-// formats v0 and v1, KIP-724).
+// formats v0 and v1, KIP-724, and Kafka 4.4 the keys themselves).
+//
+// group.coordinator.rebalance.protocols defaults to classic,consumer: Kafka
+// 4.4 adds streams, which sluice does not have yet (issue 20).
 //
 // # Sources
 //
@@ -79,3 +113,5 @@
 // comes from the topic itself, else from its broker synonyms in that same
 // source order.
 package config
+
+//go:generate go test -run TestKeysDocUpToDate -count=1 . -args -update

@@ -86,6 +86,33 @@ func (e *KeyError) Unwrap() error { return e.Kind }
 // description of what is wrong with it, or "".
 type checker func(v string) string
 
+// Status says what sluice does with a key it accepts (see KEYS.md).
+type Status int8
+
+const (
+	// Supported keys are enforced: the value changes what sluice does.
+	Supported Status = iota
+	// Inert keys are accepted, stored and described but change nothing,
+	// because the feature behind them cannot apply in sluice (a thread
+	// pool of a design sluice does not have, Kerberos, KRaft's own raft).
+	Inert
+	// NotYet keys are described with Kafka's default, and any other value
+	// is refused, at start-up and in AlterConfigs, until the issue that
+	// builds the feature lands.
+	NotYet
+)
+
+// String names the status as KEYS.md does.
+func (s Status) String() string {
+	switch s {
+	case Inert:
+		return "no effect in sluice"
+	case NotYet:
+		return "not supported yet"
+	}
+	return "supported"
+}
+
 // keyDef describes one broker key.
 type keyDef struct {
 	name      string
@@ -95,6 +122,52 @@ type keyDef struct {
 	doc       string
 	sensitive bool
 	checks    []checker
+	status    Status
+	issue     int    // NotYet: the issue that builds the feature; 0 when none is filed
+	why       string // Inert: why it cannot apply; NotYet: what is missing
+	accept    []string
+	extra     string // non-empty for a key Kafka 4.4's DescribeConfigs does not list: why sluice has it
+}
+
+// inert marks k accepted but without effect in sluice, for the reason why.
+func (k keyDef) inert(why string) keyDef {
+	k.status, k.why = Inert, why
+	return k
+}
+
+// later marks k refused until issue (0: none filed yet) builds what: only
+// its default is accepted.
+func (k keyDef) later(issue int, what string) keyDef {
+	k.status, k.issue, k.why = NotYet, issue, what
+	def := ""
+	if k.def != nil {
+		def = *k.def
+	}
+	k.checks = append(slices.Clone(k.checks), notYet(def, notYetWhat(issue, what), k.accept...))
+	return k
+}
+
+// alsoAccept names values besides the default that a NotYet key accepts
+// because sluice already behaves that way; call it before later.
+func (k keyDef) alsoAccept(values ...string) keyDef {
+	k.accept = values
+	return k
+}
+
+// sluiceOnly marks a key Kafka 4.4 does not list in DescribeConfigs, with
+// the reason sluice keeps it.
+func (k keyDef) sluiceOnly(reason string) keyDef {
+	k.extra = reason
+	return k
+}
+
+// notYetWhat is the parenthesis of a refusal: what is missing and the
+// issue that brings it.
+func notYetWhat(issue int, what string) string {
+	if issue == 0 {
+		return what + "; no issue filed yet"
+	}
+	return fmt.Sprintf("%s; issue %d", what, issue)
 }
 
 // v returns a pointer to s, for defaults in the key tables.
@@ -180,15 +253,23 @@ func atLeast(min int64) checker {
 	}
 }
 
-// notYet accepts only the key's default: the Kafka feature behind the key
-// is not built yet, and a setting sluice would silently ignore is a
-// promise broken. The message names what will build it.
-func notYet(def, what string) checker {
+// notYet accepts only the key's default (for a key without one, only an
+// empty value): the Kafka feature behind the key is not built yet, and a
+// setting sluice would silently ignore is a promise broken. The message
+// names what is missing and which issue builds it.
+func notYet(def, what string, also ...string) checker {
 	return func(s string) string {
-		if s == def {
+		if s == def || slices.Contains(also, s) {
 			return ""
 		}
-		return fmt.Sprintf("not supported yet (%s); only the default %s is accepted", what, def)
+		shown := def
+		if def == "" {
+			shown = "(none)"
+		}
+		if len(also) > 0 {
+			return fmt.Sprintf("not supported yet (%s); only %s and %s are accepted", what, shown, strings.Join(also, ", "))
+		}
+		return fmt.Sprintf("not supported yet (%s); only the default %s is accepted", what, shown)
 	}
 }
 

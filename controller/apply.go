@@ -31,6 +31,7 @@ func applyRegisterBroker(b *imageBuilder, index uint64, payload []byte) error {
 		ID:          c.ID,
 		Host:        c.Host,
 		Port:        c.Port,
+		Endpoints:   c.Endpoints,
 		Rack:        c.Rack,
 		Fenced:      c.Fenced,
 		Epoch:       int64(index),
@@ -151,6 +152,8 @@ func applyAlterConfigs(b *imageBuilder, index uint64, payload []byte) error {
 		b.putTopic(&t)
 	case ResourceBroker:
 		b.setBrokerConfig(c.ResourceName, applyConfigChanges(b.base.BrokerConfigs[c.ResourceName], c.Changes))
+	case ResourceGroup:
+		b.setGroupConfig(c.ResourceName, applyConfigChanges(b.base.GroupConfigs[c.ResourceName], c.Changes))
 	default:
 		return fmt.Errorf("%w: unknown config resource type %d", kerr.InvalidRequest, c.ResourceType)
 	}

@@ -22,6 +22,26 @@ package controller
 // serves the channel waits for it, as it would in a listen backlog; once
 // that side is closed, Kafka-protocol connections are closed at once.
 //
+// Secured (Config.ListenerTLS, when controller.listener.names maps to SSL
+// or SASL_SSL), the listener speaks TLS with client certificates required
+// and verified, for raft and the channel alike, and nothing in plaintext:
+//
+//   - raft connections start with RaftTLSByte, then a TLS handshake, then
+//     raft's own stream (its rpc type byte first) inside TLS. The
+//     handshake runs on the classifier's goroutine within
+//     firstByteTimeout; a plaintext raft connection (first byte 0–4) or a
+//     failed handshake (no certificate, one the truststore does not
+//     trust) is closed and counted (Controller.RefusedPeers);
+//   - channel connections start with ChannelByte, then TLS: the
+//     controller channel's protocol.Server runs the handshake (its TLS
+//     field), so its connections get the certificate's principal as
+//     Kafka's do on an SSL controller listener;
+//   - dialers do the same: raft's stream layer and DialControllerTLS
+//     (heartbeats, forwarded requests) present this node's certificate.
+//
+// The byte before the handshake is plaintext, as Consul's RPCTLS byte is:
+// it only says which protocol follows.
+//
 // Only a clustered node has a controller listener: raft voters on their
 // controller.quorum.voters address, other nodes on an ephemeral port they
 // gossip. A cluster of one runs raft in memory and opens no port, and
@@ -31,10 +51,12 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +68,23 @@ import (
 // would start with on a listener it believes speaks Kafka (a frame size
 // above 1.2 GiB).
 const ChannelByte byte = 'K'
+
+// RaftTLSByte starts a raft connection on a secured controller listener:
+// TLS follows, and raft's stream inside it. Like ChannelByte it is outside
+// raft's rpc types.
+const RaftTLSByte byte = 'T'
+
+// ListenerTLS secures the controller listener (Config.ListenerTLS).
+type ListenerTLS struct {
+	// Server returns the configuration of an accepted connection's
+	// handshake; it must require and verify client certificates
+	// (tls.RequireAndVerifyClientCert against the cluster's truststore).
+	Server func() *tls.Config
+	// Client returns the configuration to dial the controller listener
+	// at addr (host:port) with: the cluster's truststore, this node's
+	// certificate, and addr's host as the server name.
+	Client func(addr string) (*tls.Config, error)
+}
 
 // firstByteTimeout bounds the wait for an accepted connection's first
 // byte. Both raft and DialController write it as soon as they connect.
@@ -76,6 +115,38 @@ func DialController(ctx context.Context, dial func(ctx context.Context, network,
 	return conn, nil
 }
 
+// DialControllerTLS opens a Kafka-protocol connection to a secured
+// controller listener: ChannelByte, then a TLS handshake with cfg (the
+// server requires this node's certificate). The connection returned
+// speaks TLS.
+func DialControllerTLS(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), network, addr string, cfg *tls.Config) (net.Conn, error) {
+	conn, err := DialController(ctx, dial, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := clientHandshake(ctx, conn, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("controller: controller channel to %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// clientHandshake runs the client side of TLS on conn within ctx (or
+// firstByteTimeout), closing conn when it fails.
+func clientHandshake(ctx context.Context, conn net.Conn, cfg *tls.Config) (*tls.Conn, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, firstByteTimeout)
+		defer cancel()
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("TLS handshake: %w", err)
+	}
+	return tc, nil
+}
+
 // ControllerListener returns the Kafka-protocol side of this node's
 // controller listener, or nil for a cluster of one. Connections that
 // start with ChannelByte are accepted from it, the byte already read. The
@@ -94,6 +165,14 @@ type controllerMux struct {
 	raft  *muxListener
 	kafka *muxListener
 
+	// tls secures the listener; nil for a plaintext one.
+	tls *ListenerTLS
+	// refused counts raft connections refused for their security: in
+	// plaintext on a secured listener, or failing its handshake.
+	refused atomic.Uint64
+	// lastRefusedLog rate-limits the Warn lines of refusals (unix nanos).
+	lastRefusedLog atomic.Int64
+
 	done      chan struct{}   // closed by close
 	stop      context.Context // ends with done, for classifiers reading
 	cancel    context.CancelFunc
@@ -102,13 +181,21 @@ type controllerMux struct {
 	log       hclog.Logger
 }
 
-// listenController listens on bind and starts splitting its connections.
-func listenController(bind string, log hclog.Logger) (*controllerMux, error) {
+// refusedLogEvery bounds how often a refused raft connection is logged at
+// Warn: a peer without the cluster's certificate retries all the time.
+const refusedLogEvery = 10 * time.Second
+
+// listenController listens on bind and starts splitting its connections;
+// sec, if not nil, secures it.
+func listenController(bind string, log hclog.Logger, sec ...*ListenerTLS) (*controllerMux, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: controller listener %s: %w", bind, err)
 	}
 	m := &controllerMux{ln: ln, done: make(chan struct{}), log: log}
+	if len(sec) > 0 {
+		m.tls = sec[0]
+	}
 	m.stop, m.cancel = context.WithCancel(context.Background())
 	m.raft = &muxListener{m: m, conns: make(chan net.Conn), closed: make(chan struct{}), owner: true}
 	m.kafka = &muxListener{m: m, conns: make(chan net.Conn), closed: make(chan struct{})}
@@ -166,13 +253,37 @@ func (m *controllerMux) classify(conn net.Conn) {
 	switch {
 	case first[0] == ChannelByte:
 		m.kafka.deliver(conn)
+	case first[0] <= 4 && m.tls != nil: // raft in plaintext
+		m.refuse(conn, errors.New("raft connection in plaintext on a TLS controller listener"))
 	case first[0] <= 4: // raft's rpc types
 		m.raft.deliver(&prefixConn{Conn: conn, first: first[:]})
+	case first[0] == RaftTLSByte && m.tls != nil:
+		tc := tls.Server(conn, m.tls.Server())
+		ctx, cancel := context.WithTimeout(m.stop, firstByteTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			m.refuse(conn, err)
+			return
+		}
+		m.raft.deliver(tc)
 	default:
 		m.log.Warn("controller listener: closing a connection that is neither raft nor the controller channel",
 			"remote", conn.RemoteAddr().String(), "first_byte", first[0])
 		conn.Close()
 	}
+}
+
+// refuse closes a raft connection that is not secured as the listener
+// requires, counting it and logging at most every refusedLogEvery.
+func (m *controllerMux) refuse(conn net.Conn, why error) {
+	m.refused.Add(1)
+	now := time.Now().UnixNano()
+	if last := m.lastRefusedLog.Load(); now-last >= int64(refusedLogEvery) && m.lastRefusedLog.CompareAndSwap(last, now) {
+		m.log.Warn("controller listener: refused a raft connection without the cluster's certificate (further refusals logged at most every 10s)",
+			"remote", conn.RemoteAddr().String(), "error", why, "refused_total", m.refused.Load())
+	}
+	conn.Close()
 }
 
 // close stops accepting, closes the listener and waits for the
@@ -254,6 +365,9 @@ func controllerTransport(m *controllerMux, advertise string, hlog hclog.Logger, 
 		var d net.Dialer
 		dial = d.DialContext
 	}
+	if m.tls != nil {
+		dial = raftTLSDial(dial, m.tls)
+	}
 	layer := &dialStreamLayer{Listener: m.raft, dial: dial}
 	if advertise != "" {
 		a, err := net.ResolveTCPAddr("tcp", advertise)
@@ -271,4 +385,48 @@ func controllerTransport(m *controllerMux, advertise string, hlog hclog.Logger, 
 		Timeout: raftTCPTimeout,
 		Logger:  hlog.Named("transport"),
 	}), nil
+}
+
+// raftTLSDial wraps raft's dialler for a secured controller listener:
+// RaftTLSByte, then the client side of TLS with this node's certificate.
+func raftTLSDial(dial func(ctx context.Context, network, addr string) (net.Conn, error), sec *ListenerTLS) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cfg, err := sec.Client(addr)
+		if err != nil {
+			return nil, fmt.Errorf("controller: raft TLS to %s: %w", addr, err)
+		}
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if deadline, ok := ctx.Deadline(); ok {
+			conn.SetWriteDeadline(deadline)
+		}
+		if _, err := conn.Write([]byte{RaftTLSByte}); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		conn.SetWriteDeadline(time.Time{})
+		tc, err := clientHandshake(ctx, conn, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("controller: raft to %s: %w", addr, err)
+		}
+		return tc, nil
+	}
+}
+
+// RefusedPeers counts what this node refused for lacking the cluster's
+// credentials since it started: raft connections to its controller
+// listener in plaintext or without a certificate the truststore verifies
+// (ListenerTLS), and gossip no key of its keyring decrypts (GossipKeys).
+// Controller-channel connections that fail their handshake are the
+// channel server's to log. Zero for a cluster of one.
+func (c *Controller) RefusedPeers() (raft, gossip uint64) {
+	if c.node != nil && c.node.mux != nil {
+		raft = c.node.mux.refused.Load()
+	}
+	if c.gossip != nil {
+		gossip = c.gossip.logw.refused.Load()
+	}
+	return raft, gossip
 }

@@ -70,6 +70,7 @@ const (
 	tagHost        = "host"  // Kafka advertised host
 	tagPort        = "port"  // Kafka advertised port
 	tagRack        = "rack"  // broker.rack, absent when unset
+	tagEndpoints   = "eps"   // advertised listeners (encodeEndpoints), absent when none are named
 	tagRaft        = "raft"  // raft transport address
 	tagRole        = "role"  // roleVoter or roleBroker
 	tagIncarnation = "inc"   // hex of the process's random incarnation id
@@ -83,6 +84,7 @@ type member struct {
 	Host        string
 	Port        int32
 	Rack        string
+	Endpoints   []Endpoint
 	RaftAddr    string
 	Voter       bool
 	Incarnation [16]byte
@@ -119,7 +121,40 @@ func (c *Controller) tags(raftAddr string) map[string]string {
 	if c.cfg.Rack != "" {
 		t[tagRack] = c.cfg.Rack
 	}
+	if len(c.cfg.Endpoints) > 0 {
+		t[tagEndpoints] = encodeEndpoints(c.cfg.Endpoints)
+	}
 	return t
+}
+
+// encodeEndpoints writes endpoints as a serf tag: comma-separated
+// LISTENER=PROTOCOL@host:port, compact because serf caps a node's tags at
+// 512 bytes. Listener and protocol names hold no '=', '@' or ','.
+func encodeEndpoints(eps []Endpoint) string {
+	parts := make([]string, len(eps))
+	for i, e := range eps {
+		parts[i] = e.Listener + "=" + e.SecurityProtocol + "@" + net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
+	}
+	return strings.Join(parts, ",")
+}
+
+// decodeEndpoints reads encodeEndpoints' tag; ok is false if it is
+// malformed.
+func decodeEndpoints(s string) (eps []Endpoint, ok bool) {
+	if s == "" {
+		return nil, true
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, rest, ok1 := strings.Cut(part, "=")
+		proto, addr, ok2 := strings.Cut(rest, "@")
+		host, portText, err := net.SplitHostPort(addr)
+		port, perr := strconv.ParseInt(portText, 10, 32)
+		if !ok1 || !ok2 || err != nil || perr != nil || name == "" {
+			return nil, false
+		}
+		eps = append(eps, Endpoint{Listener: name, SecurityProtocol: proto, Host: host, Port: int32(port)})
+	}
+	return eps, true
 }
 
 // memberFromTags decodes a member's tags; ok is false for a node that is not
@@ -137,14 +172,19 @@ func memberFromTags(tags map[string]string) (m member, ok bool) {
 	if err != nil || len(inc) != 16 {
 		return member{}, false
 	}
+	eps, ok := decodeEndpoints(tags[tagEndpoints])
+	if !ok {
+		return member{}, false
+	}
 	m = member{
-		ID:       int32(id),
-		Host:     tags[tagHost],
-		Port:     int32(port),
-		Rack:     tags[tagRack],
-		RaftAddr: tags[tagRaft],
-		Voter:    tags[tagRole] == roleVoter,
-		Gossiped: true,
+		ID:        int32(id),
+		Host:      tags[tagHost],
+		Port:      int32(port),
+		Rack:      tags[tagRack],
+		Endpoints: eps,
+		RaftAddr:  tags[tagRaft],
+		Voter:     tags[tagRole] == roleVoter,
+		Gossiped:  true,
 	}
 	copy(m.Incarnation[:], inc)
 	return m, true
@@ -158,6 +198,7 @@ func (c *Controller) localMember() member {
 		Host:        c.cfg.Host,
 		Port:        c.cfg.Port,
 		Rack:        c.cfg.Rack,
+		Endpoints:   c.cfg.Endpoints,
 		Incarnation: c.incarnation,
 		Status:      memberAlive,
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -38,12 +39,16 @@ func TestParseVoters(t *testing.T) {
 }
 
 func TestMemberTagsRoundTrip(t *testing.T) {
-	c := &Controller{cfg: Config{NodeID: 2, Host: "10.0.0.2", Port: 9092, Rack: "r2",
+	eps := []Endpoint{
+		{Listener: "INTERNAL", SecurityProtocol: "SASL_SSL", Host: "10.0.0.2", Port: 9092},
+		{Listener: "EXTERNAL", SecurityProtocol: "PLAINTEXT", Host: "::1", Port: 9093},
+	}
+	c := &Controller{cfg: Config{NodeID: 2, Host: "10.0.0.2", Port: 9092, Rack: "r2", Endpoints: eps,
 		Voters: []Voter{{1, "a:1"}, {2, "b:2"}}}, incarnation: newUUID()}
 	m, ok := memberFromTags(c.tags("b:2"))
-	want := member{ID: 2, Host: "10.0.0.2", Port: 9092, Rack: "r2", RaftAddr: "b:2", Voter: true,
+	want := member{ID: 2, Host: "10.0.0.2", Port: 9092, Rack: "r2", Endpoints: eps, RaftAddr: "b:2", Voter: true,
 		Incarnation: c.incarnation, Gossiped: true}
-	if !ok || m != want {
+	if !ok || !reflect.DeepEqual(m, want) {
 		t.Fatalf("member = %+v %v, want %+v", m, ok, want)
 	}
 	c.cfg.NodeID = 5
@@ -55,6 +60,7 @@ func TestMemberTagsRoundTrip(t *testing.T) {
 		{tagID: "x", tagPort: "1", tagIncarnation: "00"},
 		{tagID: "1", tagPort: "p", tagIncarnation: "00112233445566778899aabbccddeeff"},
 		{tagID: "1", tagPort: "1", tagIncarnation: "0011"},
+		{tagID: "1", tagPort: "1", tagIncarnation: "00112233445566778899aabbccddeeff", tagEndpoints: "INTERNAL=PLAINTEXT"},
 	} {
 		if _, ok := memberFromTags(bad); ok {
 			t.Fatalf("tags %v accepted", bad)

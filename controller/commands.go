@@ -23,6 +23,10 @@ const (
 	cmdUnfenceBroker       commandType = 9
 	cmdChangePartitions    commandType = 10
 	cmdReassignPartitions  commandType = 11
+	cmdAlterClientQuotas   commandType = 12
+	cmdAlterScram          commandType = 13
+	cmdCreateACLs          commandType = 14
+	cmdDeleteACLs          commandType = 15
 	// Append new command types here.
 )
 
@@ -50,6 +54,14 @@ func (t commandType) String() string {
 		return "ChangePartitions"
 	case cmdReassignPartitions:
 		return "ReassignPartitions"
+	case cmdAlterClientQuotas:
+		return "AlterClientQuotas"
+	case cmdAlterScram:
+		return "AlterScram"
+	case cmdCreateACLs:
+		return "CreateACLs"
+	case cmdDeleteACLs:
+		return "DeleteACLs"
 	}
 	return fmt.Sprintf("commandType(%d)", uint8(t))
 }
@@ -87,6 +99,9 @@ type registerBrokerCmd struct {
 	Rack        string   `json:"rack,omitempty"`
 	Incarnation [16]byte `json:"incarnation"`
 	Fenced      bool     `json:"fenced,omitempty"`
+	// Endpoints are every advertised listener (Broker.Endpoints); absent
+	// in commands written before listeners were named.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 }
 
 // createTopicsCmd creates topics whose ids and replica placement were
@@ -148,6 +163,9 @@ func (alterConfigsCmd) commandType() commandType     { return cmdAlterConfigs }
 const (
 	ResourceTopic  int8 = 2
 	ResourceBroker int8 = 4
+	// ResourceGroup is a group's configs (KIP-848's dynamic group
+	// configuration, Kafka's ConfigResource.Type.GROUP).
+	ResourceGroup int8 = 32
 )
 
 // allocateProducerIDsCmd hands a block of producer ids to one broker (the

@@ -12,10 +12,10 @@ import (
 
 // ConfigResource names what AlterConfigs changes.
 type ConfigResource struct {
-	// Type is ResourceTopic (2) or ResourceBroker (4).
+	// Type is ResourceTopic (2), ResourceBroker (4) or ResourceGroup (32).
 	Type int8
 	// Name is the topic name, or for a broker its id in decimal, or "" for
-	// the cluster-wide dynamic broker default.
+	// the cluster-wide dynamic broker default, or the group id.
 	Name string
 }
 
@@ -77,59 +77,9 @@ func (c *Controller) AlterConfigs(ctx context.Context, res ConfigResource, ops [
 		return fmt.Errorf("%w: Unsupported config resource type %d.", kerr.InvalidRequest, res.Type)
 	}
 
-	seen := map[string]bool{}
-	for _, op := range ops {
-		if seen[op.Key] {
-			return fmt.Errorf("%w: Error due to duplicate config keys: %s", kerr.InvalidRequest, op.Key)
-		}
-		seen[op.Key] = true
-	}
-
-	changes := map[string]*string{}
-	if !incremental {
-		for key := range current {
-			if !seen[key] {
-				changes[key] = nil
-			}
-		}
-	}
-	for _, op := range ops {
-		kind := op.Op
-		if !incremental {
-			kind = OpSet
-		}
-		if kind != OpDelete && op.Value == nil {
-			return fmt.Errorf("%w: Null value not supported for : %s", kerr.InvalidRequest, op.Key)
-		}
-		switch kind {
-		case OpSet:
-			changes[op.Key] = op.Value
-		case OpDelete:
-			if _, ok := current[op.Key]; ok {
-				changes[op.Key] = nil
-			}
-		case OpAppend, OpSubtract:
-			if c.cfg.IsListConfig != nil && !c.cfg.IsListConfig(res.Type, op.Key) {
-				// Kafka's messages: its controller's for a topic,
-				// its brokers' ConfigAdminManager's for a broker.
-				verb := "append"
-				if kind == OpSubtract {
-					verb = "subtract"
-				}
-				if res.Type == ResourceTopic {
-					return fmt.Errorf("%w: Can't %s to key %s because its type is not LIST.", kerr.InvalidConfig, strings.ToUpper(verb), op.Key)
-				}
-				return fmt.Errorf("%w: Config value %s is not allowed for config key: %s", kerr.InvalidConfig, verb, op.Key)
-			}
-			v := alterList(current[op.Key], *op.Value, kind == OpAppend)
-			if v == "" && kind == OpSubtract {
-				changes[op.Key] = nil
-			} else {
-				changes[op.Key] = &v
-			}
-		default:
-			return fmt.Errorf("%w: Unknown config operation %d for key %s.", kerr.InvalidRequest, op.Op, op.Key)
-		}
+	changes, err := c.resolveConfigChanges(res.Type, current, ops, incremental)
+	if err != nil {
+		return err
 	}
 	for key, v := range changes {
 		if v == nil {
@@ -149,6 +99,69 @@ func (c *Controller) AlterConfigs(ctx context.Context, res ConfigResource, ops [
 	// may elect now.
 	c.pokeReconcile()
 	return nil
+}
+
+// resolveConfigChanges turns the ops of one resource into per-key changes
+// of its explicitly set configs current (a nil value deletes the key): the
+// duplicate-key and null-value checks, whole-set replacement for the legacy
+// AlterConfigs, and APPEND / SUBTRACT resolved against the set value.
+func (c *Controller) resolveConfigChanges(resourceType int8, current map[string]string, ops []ConfigOp, incremental bool) (map[string]*string, error) {
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if seen[op.Key] {
+			return nil, fmt.Errorf("%w: Error due to duplicate config keys: %s", kerr.InvalidRequest, op.Key)
+		}
+		seen[op.Key] = true
+	}
+
+	changes := map[string]*string{}
+	if !incremental {
+		for key := range current {
+			if !seen[key] {
+				changes[key] = nil
+			}
+		}
+	}
+	for _, op := range ops {
+		kind := op.Op
+		if !incremental {
+			kind = OpSet
+		}
+		if kind != OpDelete && op.Value == nil {
+			return nil, fmt.Errorf("%w: Null value not supported for : %s", kerr.InvalidRequest, op.Key)
+		}
+		switch kind {
+		case OpSet:
+			changes[op.Key] = op.Value
+		case OpDelete:
+			if _, ok := current[op.Key]; ok {
+				changes[op.Key] = nil
+			}
+		case OpAppend, OpSubtract:
+			if c.cfg.IsListConfig != nil && !c.cfg.IsListConfig(resourceType, op.Key) {
+				// Kafka's messages: its controller's for a topic or
+				// a group, its brokers' ConfigAdminManager's for a
+				// broker.
+				verb := "append"
+				if kind == OpSubtract {
+					verb = "subtract"
+				}
+				if resourceType == ResourceTopic || resourceType == ResourceGroup {
+					return nil, fmt.Errorf("%w: Can't %s to key %s because its type is not LIST.", kerr.InvalidConfig, strings.ToUpper(verb), op.Key)
+				}
+				return nil, fmt.Errorf("%w: Config value %s is not allowed for config key: %s", kerr.InvalidConfig, verb, op.Key)
+			}
+			v := alterList(current[op.Key], *op.Value, kind == OpAppend)
+			if v == "" && kind == OpSubtract {
+				changes[op.Key] = nil
+			} else {
+				changes[op.Key] = &v
+			}
+		default:
+			return nil, fmt.Errorf("%w: Unknown config operation %d for key %s.", kerr.InvalidRequest, op.Op, op.Key)
+		}
+	}
+	return changes, nil
 }
 
 // alterList appends the comma-separated items of value to the list current

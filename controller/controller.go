@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,11 @@ type Config struct {
 	Host string
 	Port int32
 	Rack string
+	// Endpoints are every advertised Kafka listener of this broker,
+	// registered with it (Broker.Endpoints) and gossiped as a serf tag;
+	// Host and Port are the inter-broker listener's. Empty: Host and
+	// Port are the one listener.
+	Endpoints []Endpoint
 
 	// DefaultPartitions and DefaultReplicationFactor are num.partitions and
 	// default.replication.factor, used when a CreateTopics request says -1.
@@ -103,6 +109,16 @@ type Config struct {
 	// connections. Both nil in normal use.
 	GossipAllowed func(to string) bool
 	RaftDial      func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// ListenerTLS, when set, secures the controller listener: raft and
+	// the controller channel speak TLS with client certificates required
+	// (channel.go). Nil: plaintext, as a PLAINTEXT controller listener.
+	ListenerTLS *ListenerTLS
+	// GossipKeys, when set, encrypt and authenticate serf's gossip
+	// (memberlist's keyring, AES-GCM): the first key encrypts, every key
+	// decrypts, so keys can be rotated by rolling restarts. Each is 16,
+	// 24 or 32 bytes. A node without one of them is not admitted.
+	GossipKeys [][]byte
 }
 
 // Controller is one node's view of the metadata log and, when this node is
@@ -188,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	opts := raftOptions{dir: cfg.Dir, nodeID: cfg.NodeID, fsm: c.fsm, notify: c.notify, logger: c.log, dial: cfg.RaftDial}
+	opts := raftOptions{dir: cfg.Dir, nodeID: cfg.NodeID, fsm: c.fsm, notify: c.notify, logger: c.log, dial: cfg.RaftDial, tls: cfg.ListenerTLS}
 	if cfg.clustered() {
 		opts.voters = cfg.Voters
 		opts.advertiseAddr = cfg.voterAddr(cfg.NodeID)
@@ -211,7 +227,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		if gossipAddr == "" {
 			gossipAddr = net.JoinHostPort(hostOrLoopback(cfg.Host), "0")
 		}
-		c.gossip, err = startGossip(gossipAddr, cfg.NodeID, c.tags(string(node.addr)), cfg.GossipJoin, c.pokeReconcile, cfg.GossipAllowed, c.log)
+		c.gossip, err = startGossip(gossipAddr, cfg.NodeID, c.tags(string(node.addr)), cfg.GossipJoin, c.pokeReconcile, cfg.GossipAllowed, cfg.GossipKeys, c.log)
 		if err != nil {
 			node.shutdown()
 			return nil, err
@@ -253,7 +269,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 func (c *Controller) joined(img *Image) bool {
 	b := img.Brokers[c.cfg.NodeID]
 	return img.ClusterID != "" && b != nil && !b.Fenced && b.Incarnation == c.incarnation &&
-		b.Host == c.cfg.Host && b.Port == c.cfg.Port && b.Rack == c.cfg.Rack
+		b.Host == c.cfg.Host && b.Port == c.cfg.Port && b.Rack == c.cfg.Rack && slices.Equal(b.Endpoints, c.cfg.Endpoints)
 }
 
 // hostOrLoopback is host, or the loopback address if host is empty (bind

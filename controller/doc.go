@@ -103,6 +103,15 @@
 // leadership loop's reconcile, which completes any move whose target is
 // in sync; reassign.go lists its choices.
 //
+// # Client quotas
+//
+// AlterClientQuotas (client_quotas.go) validates a batch of quota
+// alterations as Kafka's ClientQuotaControlManager does and writes the
+// changes of its valid entities as one AlterClientQuotas command (Kafka's
+// ClientQuotaRecords); the image keeps them as a quotas.ClientConfig built
+// once per change, which brokers read on every request, and snapshots
+// hold them as records.
+//
 // # Choices where Kafka left room
 //
 //   - Placement is Kafka's classic rack-unaware / rack-aware assignment

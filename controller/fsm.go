@@ -32,6 +32,10 @@ var applyTable = map[commandType]applyFunc{
 	cmdUnfenceBroker:       applyUnfenceBroker,
 	cmdChangePartitions:    applyChangePartitions,
 	cmdReassignPartitions:  applyReassignPartitions,
+	cmdAlterClientQuotas:   applyAlterClientQuotas,
+	cmdAlterScram:          applyAlterScram,
+	cmdCreateACLs:          applyCreateACLs,
+	cmdDeleteACLs:          applyDeleteACLs,
 }
 
 // fsm is the metadata state machine driven by raft. raft calls Apply,
@@ -147,7 +151,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if s.Version != imageSnapshotVersion {
 		return fmt.Errorf("controller: metadata snapshot version %d, want %d", s.Version, imageSnapshotVersion)
 	}
-	f.publish(s.image())
+	img, err := s.image()
+	if err != nil {
+		return err
+	}
+	f.publish(img)
 	return nil
 }
 

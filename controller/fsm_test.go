@@ -233,7 +233,8 @@ func TestCommandTypesFrozen(t *testing.T) {
 		cmdInitCluster: 1, cmdRegisterBroker: 2, cmdCreateTopics: 3,
 		cmdDeleteTopics: 4, cmdCreatePartitions: 5, cmdAlterConfigs: 6,
 		cmdAllocateProducerIDs: 7, cmdFenceBroker: 8, cmdUnfenceBroker: 9,
-		cmdChangePartitions: 10, cmdReassignPartitions: 11,
+		cmdChangePartitions: 10, cmdReassignPartitions: 11, cmdAlterClientQuotas: 12,
+		cmdAlterScram: 13, cmdCreateACLs: 14, cmdDeleteACLs: 15,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {

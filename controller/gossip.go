@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -57,6 +58,17 @@ const (
 	gossipJoinRetry = 200 * time.Millisecond
 )
 
+// Encryption (Config.GossipKeys, gossip.encryption.key): memberlist's
+// keyring encrypts and authenticates every packet and stream with AES-GCM
+// under the primary key and accepts those any key of the ring opens;
+// GossipVerifyIncoming and GossipVerifyOutgoing stay on, so plaintext
+// gossip is refused both ways. A node with another key (or none) cannot
+// join: its push-pull is refused, its probes are dropped, and it never
+// becomes a member, so the active controller never registers it or adds
+// it to raft. Refusals are counted (Controller.RefusedPeers) and logged at
+// most every refusedLogEvery, since such a node retries its join all the
+// time.
+
 // gossip is one node's serf agent. Its event handler only forwards
 // membership events to the leadership loop, which reads the full member
 // list when it reconciles (Consul's pattern): events may be coalesced or
@@ -66,6 +78,10 @@ type gossip struct {
 	events  chan serf.Event
 	started time.Time
 	log     *slog.Logger
+
+	// logw turns serf's and memberlist's log lines into slog's, and
+	// counts gossip refused for its key.
+	logw *levelFilterWriter
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -80,7 +96,10 @@ func serfNodeName(id int32) string { return "sluice-" + strconv.FormatInt(int64(
 //
 // allowed, if not nil, is asked before every outgoing packet or stream
 // (Config.GossipAllowed, for tests that cut gossip links).
-func startGossip(bind string, nodeID int32, tags map[string]string, seeds []string, notify func(), allowed func(to string) bool, logger *slog.Logger) (*gossip, error) {
+//
+// keys, if not empty, is the keyring (Config.GossipKeys), the first key
+// primary.
+func startGossip(bind string, nodeID int32, tags map[string]string, seeds []string, notify func(), allowed func(to string) bool, keys [][]byte, logger *slog.Logger) (*gossip, error) {
 	host, portText, err := net.SplitHostPort(bind)
 	if err != nil {
 		return nil, fmt.Errorf("controller: gossip address %q: %w", bind, err)
@@ -90,7 +109,8 @@ func startGossip(bind string, nodeID int32, tags map[string]string, seeds []stri
 		return nil, fmt.Errorf("controller: gossip address %q: bad port", bind)
 	}
 	logger = logger.With("component", "gossip")
-	stdlog := log.New(&levelFilterWriter{log: logger}, "", 0)
+	logw := &levelFilterWriter{log: logger}
+	stdlog := log.New(logw, "", 0)
 
 	ml := memberlist.DefaultLANConfig()
 	ml.BindAddr, ml.BindPort = host, port
@@ -104,6 +124,14 @@ func startGossip(bind string, nodeID int32, tags map[string]string, seeds []stri
 	ml.TCPTimeout = gossipTCPTimeout
 	ml.DeadNodeReclaimTime = gossipDeadNodeReclaimTime
 	ml.Logger = stdlog
+	if len(keys) > 0 {
+		kr, err := memberlist.NewKeyring(keys, keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("controller: gossip encryption key: %w", err)
+		}
+		ml.Keyring = kr
+		ml.GossipVerifyIncoming, ml.GossipVerifyOutgoing = true, true
+	}
 	if allowed != nil {
 		t, err := newFilteredGossipTransport(host, port, stdlog, allowed)
 		if err != nil {
@@ -118,7 +146,7 @@ func startGossip(bind string, nodeID int32, tags map[string]string, seeds []stri
 	conf := serf.DefaultConfig()
 	conf.NodeName = serfNodeName(nodeID)
 	conf.Tags = tags
-	g := &gossip{events: make(chan serf.Event, 64), log: logger, stop: make(chan struct{})}
+	g := &gossip{events: make(chan serf.Event, 64), log: logger, logw: logw, stop: make(chan struct{})}
 	conf.EventCh = g.events
 	conf.MemberlistConfig = ml
 	conf.LeavePropagateDelay = gossipLeavePropagateDelay
@@ -236,12 +264,26 @@ func (g *gossip) shutdown(graceful bool) {
 }
 
 // levelFilterWriter turns serf's and memberlist's "[LEVEL] text" log lines
-// into slog records, dropping debug and info: memberlist logs every stream
-// connection at debug and every join at info.
-type levelFilterWriter struct{ log *slog.Logger }
+// into slog records at warn and above, dropping the chattier levels. Lines
+// about gossip no key decrypts (or plaintext on an encrypted cluster) are
+// counted and logged at most every refusedLogEvery.
+type levelFilterWriter struct {
+	log     *slog.Logger
+	refused atomic.Uint64
+	lastLog atomic.Int64 // unix nanos of the last refusal logged
+}
 
 func (w *levelFilterWriter) Write(p []byte) (int, error) {
 	line := bytes.TrimSpace(p)
+	if isKeyRefusal(line) {
+		w.refused.Add(1)
+		now := time.Now().UnixNano()
+		if last := w.lastLog.Load(); now-last >= int64(refusedLogEvery) && w.lastLog.CompareAndSwap(last, now) {
+			w.log.Warn("refused gossip not encrypted with the cluster's gossip.encryption.key (further refusals logged at most every 10s)",
+				"detail", string(line), "refused_total", w.refused.Load())
+		}
+		return len(p), nil
+	}
 	switch {
 	case bytes.HasPrefix(line, []byte("[ERR]")):
 		w.log.Error(string(bytes.TrimSpace(line[5:])))
@@ -249,4 +291,14 @@ func (w *levelFilterWriter) Write(p []byte) (int, error) {
 		w.log.Warn(string(bytes.TrimSpace(line[6:])))
 	}
 	return len(p), nil
+}
+
+// isKeyRefusal reports whether a memberlist line says it refused a packet
+// or stream for its encryption: memberlist v0.7's texts, "no installed
+// keys could decrypt the message", "Decrypt packet failed", "encryption
+// is configured but remote state is not encrypted" and the reverse.
+func isKeyRefusal(line []byte) bool {
+	l := bytes.ToLower(line)
+	return bytes.Contains(l, []byte("decrypt")) || bytes.Contains(l, []byte("not encrypted")) ||
+		bytes.Contains(l, []byte("encryption is not configured"))
 }

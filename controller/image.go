@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/sluicedev/sluice/quotas"
 )
 
 // Image is the cluster metadata as of one applied raft index. An Image is
@@ -26,18 +29,39 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker configs: key "" is the cluster-wide
 	// default, "<id>" the per-broker override. Only explicitly set keys appear.
 	BrokerConfigs map[string]map[string]string
+	// GroupConfigs holds the configs set on groups (KIP-848's GROUP config
+	// resource) by group id. Only explicitly set keys appear; a group id
+	// needs no group to have configs, and deleting a group keeps them, as
+	// in Kafka.
+	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a
 	// block; producer ids are unique cluster-wide.
 	NextProducerID int64
+	// ClientQuotas are the client quotas set (client_quotas.go), nil when
+	// none are; built once per change and shared by later images.
+	ClientQuotas *quotas.ClientConfig
+	// Scram holds the SCRAM credentials of users (scram.go), nil when
+	// none are set; built once per change and shared by later images.
+	Scram *ScramCredentials
+	// ACLs holds the access control entries (acls.go), nil when none
+	// are set; built once per change and shared by later images.
+	ACLs *ACLSet
 }
 
 // Broker is one registered broker: its Kafka endpoint and liveness.
 type Broker struct {
-	ID     int32  `json:"id"`
-	Host   string `json:"host"`
-	Port   int32  `json:"port"`
-	Rack   string `json:"rack,omitempty"`
-	Fenced bool   `json:"fenced,omitempty"`
+	ID   int32  `json:"id"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	// Endpoints are the broker's advertised listeners, one per named
+	// listener (Kafka's BrokerRegistration endpoints); a client is told
+	// the endpoint of the listener it is connected to. Empty in logs
+	// written before listeners were named: Host and Port then stand for
+	// the one listener. Host and Port are always the endpoint of the
+	// inter-broker listener.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	Rack      string     `json:"rack,omitempty"`
+	Fenced    bool       `json:"fenced,omitempty"`
 	// ShutDown marks a broker fenced by its own controlled shutdown; the
 	// controller keeps it fenced while this incarnation is still gossiping,
 	// and a restarted process (a new incarnation) is unfenced as usual.
@@ -49,6 +73,14 @@ type Broker struct {
 	// Incarnation is a random id chosen by the broker process that
 	// registered; a new one with the same node id means a restarted process.
 	Incarnation [16]byte `json:"incarnation"`
+}
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Listener         string `json:"listener"`
+	Host             string `json:"host"`
+	Port             int32  `json:"port"`
+	SecurityProtocol string `json:"securityProtocol"`
 }
 
 // Topic is one topic and its partitions.
@@ -94,6 +126,7 @@ func emptyImage() *Image {
 		Topics:        map[string]*Topic{},
 		TopicsByID:    map[[16]byte]*Topic{},
 		BrokerConfigs: map[string]map[string]string{},
+		GroupConfigs:  map[string]map[string]string{},
 	}
 }
 
@@ -130,6 +163,7 @@ type imageBuilder struct {
 	brokersCopied bool
 	topicsCopied  bool
 	configsCopied bool
+	groupsCopied  bool
 	// ownTopics holds the topics this builder already replaced by copies
 	// (with their own Partitions slices), which it may modify further.
 	ownTopics map[[16]byte]*Topic
@@ -201,8 +235,27 @@ func (b *imageBuilder) setBrokerConfig(name string, configs map[string]string) {
 	b.next.BrokerConfigs[name] = configs
 }
 
+// setGroupConfig replaces one group's config set; an empty set removes the
+// group so the image holds only what was explicitly set.
+func (b *imageBuilder) setGroupConfig(group string, configs map[string]string) {
+	if !b.groupsCopied {
+		b.next.GroupConfigs = maps.Clone(b.base.GroupConfigs)
+		if b.next.GroupConfigs == nil {
+			b.next.GroupConfigs = map[string]map[string]string{}
+		}
+		b.groupsCopied = true
+	}
+	if len(configs) == 0 {
+		delete(b.next.GroupConfigs, group)
+		return
+	}
+	b.next.GroupConfigs[group] = configs
+}
+
 // imageSnapshotVersion is the format version of an encoded image snapshot.
 // Frozen: bump it, and keep decoding the old one, if the shape changes.
+// Fields added with omitempty (GroupConfigs) keep version 1: a snapshot
+// without them decodes as before.
 const imageSnapshotVersion = 1
 
 // imageSnapshot is the JSON shape of a whole image in a raft snapshot. Slices
@@ -215,7 +268,15 @@ type imageSnapshot struct {
 	Brokers        []*Broker                    `json:"brokers"`
 	Topics         []*Topic                     `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	GroupConfigs   map[string]map[string]string `json:"groupConfigs,omitempty"`
 	NextProducerID int64                        `json:"nextProducerId,omitempty"`
+	// ClientQuotas are the quota records that rebuild the image's client
+	// quotas, as Kafka's snapshot holds ClientQuotaRecords.
+	ClientQuotas []clientQuotaRecord `json:"clientQuotas,omitempty"`
+	// Scram and ACLs are the records that rebuild the image's SCRAM
+	// credentials (scram.go) and ACLs (acls.go).
+	Scram []scramRecord `json:"scram,omitempty"`
+	ACLs  []aclRecord   `json:"acls,omitempty"`
 }
 
 func snapshotOf(img *Image) *imageSnapshot {
@@ -224,7 +285,11 @@ func snapshotOf(img *Image) *imageSnapshot {
 		Index:          img.Index,
 		ClusterID:      img.ClusterID,
 		BrokerConfigs:  img.BrokerConfigs,
+		GroupConfigs:   img.GroupConfigs,
 		NextProducerID: img.NextProducerID,
+		ClientQuotas:   quotaSnapshotRecords(img.ClientQuotas),
+		Scram:          scramSnapshotRecords(img.Scram),
+		ACLs:           aclSnapshotRecords(img.ACLs),
 	}
 	for _, b := range img.Brokers {
 		s.Brokers = append(s.Brokers, b)
@@ -238,7 +303,7 @@ func snapshotOf(img *Image) *imageSnapshot {
 }
 
 // image rebuilds the indexes of a decoded snapshot.
-func (s *imageSnapshot) image() *Image {
+func (s *imageSnapshot) image() (*Image, error) {
 	img := emptyImage()
 	img.Index = s.Index
 	img.ClusterID = s.ClusterID
@@ -253,5 +318,19 @@ func (s *imageSnapshot) image() *Image {
 	for name, cfg := range s.BrokerConfigs {
 		img.BrokerConfigs[name] = cfg
 	}
-	return img
+	for group, cfg := range s.GroupConfigs {
+		img.GroupConfigs[group] = cfg
+	}
+	qs, err := applyQuotaRecords(nil, s.ClientQuotas)
+	if err != nil {
+		return nil, fmt.Errorf("controller: metadata snapshot client quotas: %w", err)
+	}
+	img.ClientQuotas = qs
+	if img.Scram, err = scramFromRecords(s.Scram); err != nil {
+		return nil, fmt.Errorf("controller: metadata snapshot SCRAM credentials: %w", err)
+	}
+	if img.ACLs, err = aclsFromRecords(s.ACLs); err != nil {
+		return nil, fmt.Errorf("controller: metadata snapshot ACLs: %w", err)
+	}
+	return img, nil
 }

@@ -132,6 +132,8 @@ type raftOptions struct {
 	voters []Voter
 	// dial, if set, opens raft's outgoing TCP connections (Config.RaftDial).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// tls, if set, secures the controller listener (Config.ListenerTLS).
+	tls *ListenerTLS
 }
 
 // raftServerID is the raft server id of a node: its Kafka node id in decimal,
@@ -206,7 +208,7 @@ func startRaft(o raftOptions) (*raftNode, error) {
 	} else {
 		// The controller listener carries raft and the brokers'
 		// controller channel (channel.go).
-		m, err := listenController(o.bindAddr, hlog.Named("listener"))
+		m, err := listenController(o.bindAddr, hlog.Named("listener"), o.tls)
 		if err != nil {
 			store.Close()
 			return nil, err

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -105,13 +106,14 @@ func (c *Controller) reconcileAlive(ctx context.Context, m member, down map[int3
 		}
 		b = c.Image().Brokers[m.ID]
 	}
-	if b == nil || b.Host != m.Host || b.Port != m.Port || b.Rack != m.Rack ||
+	if b == nil || b.Host != m.Host || b.Port != m.Port || b.Rack != m.Rack || !slices.Equal(b.Endpoints, m.Endpoints) ||
 		(m.Gossiped && b.Incarnation != m.Incarnation) {
 		err := c.apply(ctx, registerBrokerCmd{
 			ID:          m.ID,
 			Host:        m.Host,
 			Port:        m.Port,
 			Rack:        m.Rack,
+			Endpoints:   m.Endpoints,
 			Incarnation: m.Incarnation,
 			// A returning broker stays fenced until the unfence below,
 			// which also elects it where that is now possible.

@@ -99,6 +99,7 @@ func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
 	for _, g := range all {
+		c.catchUp(context.Background(), g)
 		g.mu.Lock()
 		st, pt, dead := g.state.String(), g.protocolType, g.state == stateDead || g.unloaded
 		typ := "classic"
@@ -153,6 +154,9 @@ func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 		records = append(records, g.consumerTombstonesLocked()...)
 	} else {
 		records = append(records, kv{key: groupKey(g.name)})
+		if g.wasConsumer {
+			records = append(records, consumerGroupTombstones(g.name)...)
+		}
 	}
 	g.mu.Unlock()
 	if err := c.append(ctx, g, records); err != nil {

@@ -224,13 +224,51 @@ func compileTopicRegex(expr string) (*regexp.Regexp, error) {
 	return regexp.Compile(`^(?:` + expr + `)$`)
 }
 
+// ConsumerGroupSettings are the settings one KIP-848 consumer group may
+// override with its group configs (consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms). A zero field means the coordinator's
+// Config value (the broker's group.consumer.* default).
+type ConsumerGroupSettings struct {
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+}
+
+// consumerSettings fills the zero fields of s with the coordinator's
+// defaults.
+func (c *Coordinator) consumerSettings(s ConsumerGroupSettings) ConsumerGroupSettings {
+	if s.SessionTimeout <= 0 {
+		s.SessionTimeout = c.cfg.ConsumerSessionTimeout
+	}
+	if s.HeartbeatInterval <= 0 {
+		s.HeartbeatInterval = c.cfg.ConsumerHeartbeatInterval
+	}
+	return s
+}
+
+// restoredSettings returns the settings of consumer group name for the
+// members restored when its partition loads.
+func (c *Coordinator) restoredSettings(name string) ConsumerGroupSettings {
+	var s ConsumerGroupSettings
+	if c.cfg.ConsumerGroupSettings != nil {
+		s = c.cfg.ConsumerGroupSettings(name)
+	}
+	return c.consumerSettings(s)
+}
+
 // ConsumerHeartbeat handles ConsumerGroupHeartbeat (v0–v1, KIP-848). A
 // member joins with epoch 0 (v1 clients choose their member id, v0 members
 // get one), heartbeats with its epoch and the partitions it owns, and
 // leaves with epoch -1 (a static member with -2, keeping its assignment
 // for its return). The answer carries the member's epoch and, when it
 // changed or the request was a full one, its assignment.
-func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
+//
+// settings are the group's own session timeout and heartbeat interval (its
+// group configs, which the broker reads from metadata on every heartbeat):
+// the member's session is renewed with the session timeout in force at
+// this heartbeat and is told the heartbeat interval in force now, so a
+// change applies from each member's next heartbeat, as in Kafka.
+func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, settings ConsumerGroupSettings) *kmsg.ConsumerGroupHeartbeatResponse {
+	settings = c.consumerSettings(settings)
 	v := req.Version
 	if code, msg := c.validateHeartbeat(req); code != 0 {
 		return heartbeatError(v, code, msg)
@@ -262,12 +300,13 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 			// becomes a consumer group.
 			g.consumer = newConsumerGroup()
 			g.consumer.dirty.classicTombstone = g.protocolType != "" || g.generation > 0
+			g.wasConsumer = false
 			g.protocolType, g.protocol, g.leader = "consumer", "", ""
 		}
 		if req.MemberEpoch < 0 {
-			resp = c.consumerLeaveLocked(g, req, now)
+			resp = c.consumerLeaveLocked(g, req, settings, now)
 		} else {
-			resp = c.consumerHeartbeatLocked(g, req, clientID, clientHost, now)
+			resp = c.consumerHeartbeatLocked(g, req, clientID, clientHost, settings, now)
 		}
 		g.syncClassicStateLocked(now)
 	}
@@ -282,7 +321,7 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 }
 
 // consumerHeartbeatLocked is a join or a regular heartbeat.
-func (c *Coordinator) consumerHeartbeatLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, now time.Time) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *Coordinator) consumerHeartbeatLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, settings ConsumerGroupSettings, now time.Time) *kmsg.ConsumerGroupHeartbeatResponse {
 	v := req.Version
 	cg := g.consumer
 	memberID := req.MemberID
@@ -339,14 +378,14 @@ func (c *Coordinator) consumerHeartbeatLocked(g *group, req *kmsg.ConsumerGroupH
 	before := m.assigned
 	ownedKnown := req.Topics != nil
 	c.reconcileMemberLocked(g, m, req.Topics, ownedKnown, now)
-	m.sessionDeadline = now.Add(c.cfg.ConsumerSessionTimeout)
+	m.sessionDeadline = now.Add(settings.SessionTimeout)
 
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version = v
 	id := m.id
 	resp.MemberID = &id
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(settings.HeartbeatInterval / time.Millisecond)
 	full := req.MemberEpoch == 0 || (req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
 	if full || !samePartitions(before, m.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
@@ -504,7 +543,7 @@ func (c *Coordinator) replaceStaticLocked(g *group, old *consumerMember, newID s
 // leaves for now and keeps its assignment until it returns or its session
 // expires). A leave names the member by id; a static one may also send its
 // instance id, which must be the member's.
-func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, now time.Time) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, settings ConsumerGroupSettings, now time.Time) *kmsg.ConsumerGroupHeartbeatResponse {
 	v := req.Version
 	cg := g.consumer
 	var m *consumerMember
@@ -525,7 +564,7 @@ func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeart
 			m.previousEpoch, m.epoch = m.epoch, staticLeaveEpoch
 			cg.markCurrent(m.id)
 		}
-		m.sessionDeadline = now.Add(c.cfg.ConsumerSessionTimeout)
+		m.sessionDeadline = now.Add(settings.SessionTimeout)
 	} else {
 		c.removeConsumerMemberLocked(g, m, now)
 	}
@@ -551,6 +590,20 @@ func (c *Coordinator) removeConsumerMemberLocked(g *group, m *consumerMember, no
 	cg.markTarget(m.id)
 	cg.markCurrent(m.id)
 	c.bumpConsumerGroupLocked(g, now)
+}
+
+// dueLocked reports whether a member's session or revocation deadline has
+// passed at now: whether tickConsumer has anything to do.
+func (cg *consumerGroup) dueLocked(now time.Time) bool {
+	for _, m := range cg.members {
+		if m == nil {
+			continue
+		}
+		if !now.Before(m.sessionDeadline) || m.state == memberUnrevokedPartitions && m.rebalanceTimeout >= 0 && !now.Before(m.revokeDeadline) {
+			return true
+		}
+	}
+	return false
 }
 
 // tickConsumer expires members whose session ended and fences those that
@@ -664,8 +717,15 @@ func (g *group) consumerTombstonesLocked() []kv {
 	if g.consumer == nil {
 		return nil
 	}
+	return consumerGroupTombstones(g.name)
+}
+
+// consumerGroupTombstones are the group-level tombstones of consumer
+// group name: written when it is deleted, or when it became a classic
+// group (Kafka deletes an empty consumer group a classic member joins).
+func consumerGroupTombstones(name string) []kv {
 	return []kv{
-		{key: groupKeyOf(consumerGroupTargetMetadataKeyVersion, g.name)},
-		{key: groupKeyOf(consumerGroupMetadataKeyVersion, g.name)},
+		{key: groupKeyOf(consumerGroupTargetMetadataKeyVersion, name)},
+		{key: groupKeyOf(consumerGroupMetadataKeyVersion, name)},
 	}
 }

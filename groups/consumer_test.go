@@ -74,6 +74,8 @@ type hb struct {
 	instance string
 	owned    []int32 // partitions of "t" the member owns
 	nilOwned bool
+	// settings are the group's own settings the broker passes along.
+	settings ConsumerGroupSettings
 }
 
 func (h *consumerHarness) send(r hb) *kmsg.ConsumerGroupHeartbeatResponse {
@@ -107,7 +109,7 @@ func (h *consumerHarness) send(r hb) *kmsg.ConsumerGroupHeartbeatResponse {
 			req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: tid, Partitions: r.owned})
 		}
 	}
-	return h.c.ConsumerHeartbeat(context.Background(), req, "client", "/127.0.0.1")
+	return h.c.ConsumerHeartbeat(context.Background(), req, "client", "/127.0.0.1", r.settings)
 }
 
 // ok sends a heartbeat that must succeed and returns the member's epoch
@@ -217,7 +219,7 @@ func TestConsumerGroupErrors(t *testing.T) {
 	h.fails(hb{member: "", epoch: 0}, kerr.InvalidRequest)
 	h.fails(hb{member: "a", epoch: -3}, kerr.InvalidRequest)
 
-	resp := h.c.ConsumerHeartbeat(context.Background(), &kmsg.ConsumerGroupHeartbeatRequest{Version: 1, Group: "missing", MemberID: "x", MemberEpoch: 3}, "", "")
+	resp := h.c.ConsumerHeartbeat(context.Background(), &kmsg.ConsumerGroupHeartbeatRequest{Version: 1, Group: "missing", MemberID: "x", MemberEpoch: 3}, "", "", ConsumerGroupSettings{})
 	if resp.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("unknown group: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -232,7 +234,7 @@ func TestConsumerGroupErrors(t *testing.T) {
 	}
 	// v0 members get an id from the coordinator.
 	req := &kmsg.ConsumerGroupHeartbeatRequest{Version: 0, Group: "v0", RebalanceTimeoutMillis: 1000, SubscribedTopicNames: []string{"t"}, Topics: []kmsg.ConsumerGroupHeartbeatRequestTopic{}}
-	if r := h.c.ConsumerHeartbeat(context.Background(), req, "", ""); r.ErrorCode != 0 || r.MemberID == nil || *r.MemberID == "" {
+	if r := h.c.ConsumerHeartbeat(context.Background(), req, "", "", ConsumerGroupSettings{}); r.ErrorCode != 0 || r.MemberID == nil || *r.MemberID == "" {
 		t.Fatalf("v0 join: %+v", r)
 	}
 }
@@ -390,5 +392,39 @@ func TestConsumerGroupListAndDescribeGroups(t *testing.T) {
 	var a kmsg.ConsumerMemberAssignment
 	if err := a.ReadFrom(d.Members[0].MemberAssignment); err != nil || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 4 {
 		t.Fatalf("assignment %+v: %v", a, err)
+	}
+}
+
+// TestConsumerGroupOwnSettings: a group's own settings (its group
+// configs) decide the heartbeat interval its members are told and when a
+// silent member's session ends, from the heartbeat that carries them; a
+// coordinator that loads the group asks Config.ConsumerGroupSettings for
+// the session timeout of the members it restores.
+func TestConsumerGroupOwnSettings(t *testing.T) {
+	h := newConsumerHarness(t)
+	own := ConsumerGroupSettings{SessionTimeout: 2 * time.Second, HeartbeatInterval: 300 * time.Millisecond}
+	if r := h.send(hb{member: "a"}); r.HeartbeatIntervalMillis != 1000 {
+		t.Fatalf("heartbeat interval %dms without group settings, want the coordinator's 1000", r.HeartbeatIntervalMillis)
+	}
+	r := h.send(hb{member: "a", epoch: 1, nilOwned: true, settings: own})
+	if r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 300 {
+		t.Fatalf("heartbeat with group settings: %v, interval %dms, want 300", kerr.ErrorForCode(r.ErrorCode), r.HeartbeatIntervalMillis)
+	}
+	h.step(3 * time.Second) // past the group's 2s, well before the coordinator's 10s
+	h.fails(hb{member: "a", epoch: 1}, kerr.UnknownMemberID)
+
+	// A restored member's session is the group's, not the coordinator's.
+	h.ok(hb{member: "b", settings: own})
+	h.cfg.ConsumerGroupSettings = func(group string) ConsumerGroupSettings {
+		if group == "g" {
+			return ConsumerGroupSettings{SessionTimeout: 2 * time.Second}
+		}
+		return ConsumerGroupSettings{}
+	}
+	h.start()
+	h.c.RefreshConsumerGroups(context.Background())
+	h.step(3 * time.Second)
+	if d := h.c.ConsumerDescribe("g"); len(d.Members) != 0 {
+		t.Fatalf("restored member still in the group after the group's session timeout: %d members", len(d.Members))
 	}
 }

@@ -41,7 +41,9 @@ type Log interface {
 	// batch holding offset (an offset below the log start reads from the
 	// log start), only batches below the high watermark, and the high
 	// watermark. An empty result at an offset below the high watermark does
-	// not happen. The caller owns the returned bytes.
+	// not happen. Compressed batches (a compression.type set on the topic
+	// stores the coordinator's batches so) come back decompressed. The
+	// caller owns the returned bytes.
 	Read(ctx context.Context, partition int32, offset int64) (batches []byte, highWatermark int64, err error)
 }
 
@@ -67,6 +69,13 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	ConsumerMaxGroupSize      int           // group.consumer.max.size
 	ConsumerAssignors         []string      // group.consumer.assignors; the first is the default
+	// ConsumerGroupSettings, when set, returns a consumer group's own
+	// settings (its group configs); the coordinator asks it for the
+	// session timeout of members it restores when it loads a partition.
+	// Heartbeats carry the settings in force with them
+	// (ConsumerHeartbeat), so a nil func only means restored members start
+	// with ConsumerSessionTimeout until their next heartbeat.
+	ConsumerGroupSettings func(group string) ConsumerGroupSettings
 
 	// LookupTopic resolves a topic by name, or by id when name is empty.
 	LookupTopic func(name string, id [16]byte) (TopicInfo, bool)
@@ -282,20 +291,41 @@ func (c *Coordinator) Tick(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for _, g := range all {
-		g.mu.Lock()
-		if g.consumer != nil {
-			g.mu.Unlock()
-			c.tickConsumer(ctx, g, now)
-			continue
-		}
-		g.tickLocked(now)
-		dirty := g.takeDirtyLocked()
-		g.mu.Unlock()
-		if dirty {
-			c.persist(ctx, g)
-		}
+		c.stepGroup(ctx, g, now, true)
 	}
 	c.reapDead()
+}
+
+// catchUp steps g's timers to now before a request reads or changes g, so
+// that a deadline that has passed is in force for every request that
+// arrives after it, as Kafka's coordinator timers are (they fire at their
+// deadline, not at the next Tick): a static member whose session ended
+// 1 ms ago is gone for the DeleteGroups, DescribeGroups, Heartbeat or
+// OffsetCommit that follows. librdkafka's test 0081 deletes its groups the
+// moment the session timeout (counted from the close's OffsetCommit) has
+// passed; with Tick alone the member outlived it by up to a tick.
+func (c *Coordinator) catchUp(ctx context.Context, g *group) {
+	c.stepGroup(ctx, g, c.cfg.Now(), false)
+}
+
+// stepGroup steps one group's timers to now and writes what changed. A
+// KIP-848 group is visited only when a deadline is due, unless always.
+func (c *Coordinator) stepGroup(ctx context.Context, g *group, now time.Time, always bool) {
+	g.mu.Lock()
+	if g.consumer != nil {
+		due := always || g.consumer.dueLocked(now)
+		g.mu.Unlock()
+		if due {
+			c.tickConsumer(ctx, g, now)
+		}
+		return
+	}
+	g.tickLocked(now)
+	dirty := g.takeDirtyLocked()
+	g.mu.Unlock()
+	if dirty {
+		c.persist(ctx, g)
+	}
 }
 
 // reapDead removes deleted groups from their partition's map.
@@ -336,8 +366,18 @@ func (c *Coordinator) existingGroup(name string, missing int16) (*group, int16) 
 // group finds the group, creating it Empty when create is set. It returns
 // NOT_COORDINATOR when this node does not lead the group's partition and
 // COORDINATOR_LOAD_IN_PROGRESS while that partition loads; a missing group
-// without create is (nil, nil).
+// without create is (nil, nil). Every request finds its group here, so the
+// group's due timers are stepped here first (catchUp).
 func (c *Coordinator) group(name string, create bool) (*group, error) {
+	g, err := c.findGroup(name, create)
+	if g != nil {
+		c.catchUp(context.Background(), g)
+	}
+	return g, err
+}
+
+// findGroup is group without stepping the timers.
+func (c *Coordinator) findGroup(name string, create bool) (*group, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.partitions <= 0 {
@@ -395,9 +435,22 @@ func (c *Coordinator) persist(ctx context.Context, g *group) error {
 		g.mu.Unlock()
 		return kerr.NotCoordinator
 	}
-	rec := kv{key: groupKey(g.name), value: g.metadataValueLocked()}
+	var records []kv
+	wasConsumer := g.wasConsumer
+	if wasConsumer {
+		records = consumerGroupTombstones(g.name)
+	}
+	records = append(records, kv{key: groupKey(g.name), value: g.metadataValueLocked()})
 	g.mu.Unlock()
-	return c.append(ctx, g, []kv{rec})
+	if err := c.append(ctx, g, records); err != nil {
+		return err
+	}
+	if wasConsumer {
+		g.mu.Lock()
+		g.wasConsumer = false
+		g.mu.Unlock()
+	}
+	return nil
 }
 
 // append writes records of g's partition as one batch.

@@ -40,7 +40,12 @@
 //
 // The Coordinator starts no goroutines and reads time only from Config.Now:
 // the broker calls Tick periodically to expire sessions and end join and
-// sync phases, and tests step a fake clock. JoinGroup and SyncGroup block
+// sync phases, and tests step a fake clock. A request steps its own
+// group's timers first, so a deadline is in force the moment it passes, as
+// with Kafka's timers, not only at the next Tick. An OffsetCommit from a
+// classic member renews its session in Stable and PreparingRebalance, as
+// Kafka's OffsetMetadataManager.commitOffset does; TxnOffsetCommit and the
+// commits of KIP-848 members do not. JoinGroup and SyncGroup block
 // their caller on a channel until the phase completes or ctx ends.
 //
 // Lock order: Coordinator.mu, then group.writeMu, then group.mu, then

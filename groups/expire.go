@@ -68,6 +68,9 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 			records = append(records, g.consumerTombstonesLocked()...)
 		} else {
 			records = append(records, kv{key: groupKey(g.name)})
+			if g.wasConsumer {
+				records = append(records, consumerGroupTombstones(g.name)...)
+			}
 		}
 	}
 	g.mu.Unlock()

@@ -128,6 +128,13 @@ type group struct {
 	// classic fields then stay empty but for state (Empty or Stable)
 	// and protocolType ("consumer").
 	consumer *consumerGroup
+	// wasConsumer is set when an empty consumer group became this
+	// classic group and its consumer group records are not tombstoned
+	// yet: the next classic metadata record, or the group's deletion,
+	// writes the tombstones (consumerGroupTombstones), so the consumer
+	// group does not come back at a load once compaction removed the
+	// classic records that superseded it.
+	wasConsumer bool
 }
 
 func newGroup(name string, partition, epoch int32, cfg *Config, now time.Time) *group {

@@ -70,6 +70,7 @@ func (g *group) joinLocked(now time.Time, req *kmsg.JoinGroupRequest, clientID, 
 		// An empty consumer group becomes a classic one; its offsets stay.
 		g.consumer = nil
 		g.protocolType = ""
+		g.wasConsumer = true
 	}
 	if !g.supportsProtocolsLocked(req.ProtocolType, req.Protocols) {
 		return fail(kerr.InconsistentGroupProtocol.Code)

@@ -31,7 +31,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 	skipped := &skiplog.Records{Logger: c.cfg.Logger, Topic: "__consumer_offsets", Partition: partition, UnknownKind: "records of unknown types"}
 	defer skipped.Done()
 	metas := make(map[string]*kmsg.GroupMetadataValue)
-	metaOffsets := make(map[string]int64) // offset of each classic group's last record
+	metaOffsets := make(map[string]int64) // offset of each classic group's last record, tombstones included
 	consumers := make(map[string]*consumerReplay)
 	offsets := newOffsetReplay()
 	var next int64
@@ -74,6 +74,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			if k.isGroup {
 				if r.value == nil {
 					delete(metas, k.group)
+					metaOffsets[k.group] = r.offset
 					return nil
 				}
 				v, err := decodeGroupValue(r.value)
@@ -120,18 +121,30 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 		return g
 	}
+	var converted []string
 	for name, cr := range consumers {
 		if !cr.exists {
 			continue
 		}
-		if v := metas[name]; v != nil && metaOffsets[name] > cr.offset {
-			continue // converted to a classic group later
+		if o, ok := metaOffsets[name]; ok && o > cr.offset {
+			// Converted to a classic group later (and maybe deleted
+			// since); a log written before conversions tombstoned the
+			// consumer group's records has only this order to say so.
+			// A classic group that is still there tombstones them
+			// with its next record.
+			if metas[name] != nil {
+				converted = append(converted, name)
+			}
+			continue
 		}
 		delete(metas, name)
-		get(name).restoreConsumer(cr, c.cfg.ConsumerSessionTimeout, now)
+		get(name).restoreConsumer(cr, c.restoredSettings(name).SessionTimeout, now)
 	}
 	for name, v := range metas {
 		get(name).restore(v, now)
+	}
+	for _, name := range converted {
+		groups[name].wasConsumer = true
 	}
 	names := make(map[string]bool, len(offsets.committed))
 	for name := range offsets.committed {
@@ -145,7 +158,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 	for name := range names {
 		committed := offsets.committed[name]
 		pending := offsets.pendingOf(name)
-		if len(committed) == 0 && len(pending) == 0 && metas[name] == nil && (consumers[name] == nil || !consumers[name].exists) {
+		if len(committed) == 0 && len(pending) == 0 && groups[name] == nil {
 			continue
 		}
 		g := get(name)

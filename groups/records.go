@@ -147,8 +147,8 @@ type parsedRecord struct {
 // parseBatches walks whole batches, calling fn for each record of each
 // uncompressed data batch and once for each transaction marker. It
 // returns the offset after the last batch. Other control batches, and
-// compressed batches (which the coordinator never writes), are skipped
-// rather than guessed at. A record whose framing cannot be read is handed
+// compressed batches (Log.Read hands them back decompressed; one that did
+// not decompress is left so), are skipped rather than guessed at. A record whose framing cannot be read is handed
 // to fn with err set and ends its batch (the records after it cannot be
 // found); the next batch is read as usual, since the batch header says
 // where it starts. A batch header that cannot be read is an error: with

@@ -31,7 +31,9 @@ type AppendResult struct {
 // from the log end offset, stamps leaderEpoch into each batch, corrects a
 // max timestamp the records do not match and, for LogAppendTime topics,
 // rewrites the timestamp type and max timestamp (recomputing the CRC).
-// records is modified in place and must not be used by the caller
+// When the topic's compression.type is not producer, batches in another
+// codec are first rewritten in the topic's (recompress.go). records is
+// modified in place and must not be used by the caller
 // afterwards.
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
 	return l.AppendAsLeaderWithin(records, leaderEpoch, nil)
@@ -52,6 +54,13 @@ func (l *Log) AppendAsLeaderWithin(records []byte, leaderEpoch int32, request *R
 	}
 	if err := validateRecordsWithin(records, spans, cfg, l.tp, l.now(), request); err != nil {
 		return AppendResult{}, err
+	}
+	if cfg.Compression != CompressionProducer {
+		// Like validation, recompression works on the caller's bytes
+		// and a copy of the config, outside appendMu.
+		if records, spans, err = recompressBatches(records, spans, cfg); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -81,6 +90,9 @@ func (l *Log) AppendAsLeaderWithin(records []byte, leaderEpoch int32, request *R
 		return AppendResult{}, l.fail("leader epoch checkpoint", err)
 	}
 	if res.Rolled, err = l.appendLocked(records, spans, now); err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.flushForMessagesLocked(); err != nil {
 		return AppendResult{}, err
 	}
 	res.LogStartOffset = l.logStart
@@ -117,6 +129,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 		}
 	}
 	if res.Rolled, err = l.appendLocked(records, spans, l.now()); err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.flushForMessagesLocked(); err != nil {
 		return AppendResult{}, err
 	}
 	res.LogStartOffset = l.logStart

@@ -45,6 +45,21 @@ type Dir struct {
 	// OpenDir, as a Kafka log dir does until the broker restarts.
 	offline map[TopicPartition]error
 	stats   RecoveryStats
+	// cleaning holds the logs a cleaner goroutine is cleaning, uncleanable
+	// those a cleaning pass failed on (cleaner_manager.go).
+	cleaning    map[TopicPartition]bool
+	uncleanable map[TopicPartition]error
+	// deleteHorizons holds each log's latest delete horizon (ms) left by
+	// its last pass, for the manager's tombstone rescheduling (KIP-534);
+	// in memory only, as Kafka keeps it.
+	deleteHorizons map[TopicPartition]int64
+	// delMu guards pendingLogs, the logs with segment files renamed
+	// *.deleted and not yet removed (true: noted since RemoveDueDeletes
+	// last looked); a leaf lock, taken under Log.appendMu. deletesNoticed
+	// wakes the caller of RemoveDueDeletes (delete_schedule.go).
+	delMu          sync.Mutex
+	pendingLogs    map[*Log]bool
+	deletesNoticed chan struct{}
 	// Last known checkpoint values, including partitions not opened yet,
 	// so a checkpoint written before they are opened does not lose them.
 	recoveryPoints  map[TopicPartition]int64
@@ -59,7 +74,8 @@ type Dir struct {
 // interrupted.
 func OpenDir(path string, opts Options) (*Dir, error) {
 	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger,
-		logs: make(map[TopicPartition]*Log), offline: make(map[TopicPartition]error)}
+		logs: make(map[TopicPartition]*Log), offline: make(map[TopicPartition]error),
+		deletesNoticed: make(chan struct{}, 1)}
 	if d.fsys == nil {
 		d.fsys = OSFS{}
 	}
@@ -228,6 +244,8 @@ func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error
 		return nil, err
 	}
 	l.onLogStartChange = d.checkpointLogStartOffsets
+	d.watchDeletes(l)
+	l.lastFlushMs.Store(d.now().UnixMilli())
 	d.logs[tp] = l
 	return l, nil
 }
@@ -287,6 +305,9 @@ func (d *Dir) Remove(tp TopicPartition) error {
 	delete(d.highWatermarks, tp)
 	delete(d.logStartOffsets, tp)
 	d.mu.Unlock()
+	if err := d.updateCleanerCheckpointLocked(tp, -1); err != nil {
+		d.logger.Warn("logstore: drop cleaner checkpoint", "partition", tp.String(), "err", err)
+	}
 	if l != nil {
 		if err := l.Close(); err != nil && !errors.Is(err, ErrLogClosed) {
 			d.logger.Warn("logstore: close before delete", "partition", tp.String(), "err", err)
@@ -388,11 +409,26 @@ func (d *Dir) CheckpointedHighWatermark(tp TopicPartition) (int64, bool) {
 	return hw, ok
 }
 
+// FlushDue fsyncs every open log whose last flush is at least its
+// flush.ms old (Kafka's log flusher). The broker calls it every
+// log.flush.scheduler.interval.ms, at least once a second; logs with the
+// default flush.ms (never) cost a read of their config and are skipped.
+func (d *Dir) FlushDue(now time.Time) error {
+	var errs []error
+	for _, l := range d.openLogs() {
+		if err := l.flushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Maintain runs retention on every open log (highWatermark gives each
 // log's high watermark; segments at or above it are kept), removes
 // *.deleted files older than file.delete.delay.ms, and checkpoints log
 // start offsets if retention moved any. The broker calls it periodically
-// (log.retention.check.interval.ms).
+// (log.retention.check.interval.ms); the segments it deletes are removed
+// when due by RemoveDueDeletes, not at its next run.
 func (d *Dir) Maintain(now time.Time, highWatermark func(TopicPartition) int64) error {
 	var errs []error
 	moved := false

@@ -10,6 +10,7 @@
 //	  recovery-point-offset-checkpoint   offsets below which data was fsynced
 //	  replication-offset-checkpoint      high watermarks
 //	  log-start-offset-checkpoint        log start offsets (DeleteRecords)
+//	  cleaner-offset-checkpoint          first dirty offsets (cleaner_checkpoint.go)
 //	  __cluster_metadata-0/              the controller's; ignored here
 //	  orders-3/                          one directory per partition
 //	    00000000000000000000.log         record batches
@@ -24,14 +25,20 @@
 //	  orders-4.<32 hex>-delete/          a partition being removed
 //
 // Files of deleted segments are renamed *.deleted and removed
-// file.delete.delay.ms later (or at the next open).
+// file.delete.delay.ms later (or at the next open). A cleaning pass writes
+// its new segment as *.cleaned files and renames them *.swap before
+// replacing the old segments; the next open deletes *.cleaned files and
+// completes a swap (cleaner_swap.go, cleaner_recovery.go).
 //
 // # Record batch (magic v2), as stored in .log files
 //
 // Big-endian. Stored byte for byte as the producer sent it, except that the
 // leader sets baseOffset and partitionLeaderEpoch (neither is covered by
 // the CRC) and, for LogAppendTime topics, the timestamp-type bit of
-// attributes and maxTimestamp (then the CRC is recomputed).
+// attributes and maxTimestamp (then the CRC is recomputed). A topic whose
+// compression.type names a codec rewrites, on the leader, every batch that
+// arrives in another codec (recompress.go): same records, producer fields
+// and timestamps, the topic's codec, a new length and CRC.
 //
 //	 0                   8          12                   16  17         21
 //	+-------------------+----------+--------------------+---+----------+
@@ -53,7 +60,8 @@
 //	crc    = CRC-32C (Castagnoli) of bytes 21..end
 //	attrs  = bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
 //	         bit 3 timestamp type (1 = LogAppendTime), bit 4 transactional,
-//	         bit 5 control batch
+//	         bit 5 control batch, bit 6 delete horizon set (KIP-534: set
+//	         by the cleaner, baseTimestamp is then the horizon)
 //
 // # Offset index (.index)
 //
@@ -83,7 +91,9 @@
 // # Aborted transaction index (.txnindex)
 //
 // One entry per transaction aborted by a marker in the segment, in marker
-// order, appended by the broker when it applies an ABORT marker
+// order (a segment written by the cleaner always has the file, possibly
+// empty, holding the aborted transactions whose data it still has),
+// appended by the broker when it applies an ABORT marker
 // (Log.AppendAbortedTxn), truncated with the log, deleted with the
 // segment, and after a crash rebuilt by the broker replaying the markers of
 // the recovered segments. AbortedTxns answers read_committed fetches.
@@ -118,7 +128,9 @@
 // Appends write to the OS page cache and do not fsync, as in Kafka:
 // acknowledged data survives a crash of the process, and replication
 // covers the loss of a machine. Log.Flush and Dir.Checkpoint fsync and
-// advance the recovery point. After a crash (no clean-shutdown marker),
+// advance the recovery point; a topic's flush.messages fsyncs after that
+// many records have been appended since the last flush, and flush.ms
+// through Dir.FlushDue, which the broker calls periodically. After a crash (no clean-shutdown marker),
 // Dir.Open reads every batch from the segment holding the recovery point
 // on, checks it, cuts the log at the first torn or corrupt batch and
 // rebuilds the indexes and the leader-epoch cache.
@@ -161,9 +173,17 @@
 // check headers and CRCs only, as Kafka's do, so every read that decodes
 // records (records.go) treats header counts as claims, never as sizes.
 //
+// # Compaction
+//
+// Cleaner.Clean (cleaner.go) runs one pass of Kafka's log compaction over
+// a log; Dir.CleanLog runs it from the cleaner-offset-checkpoint and
+// advances it; Dir.ChooseLogToClean and Dir.CleanOnce (cleaner_manager.go)
+// pick the dirtiest compacted log by min.cleanable.dirty.ratio and the
+// compaction lags, for the broker's cleaner goroutine. Offsets never
+// change: a cleaned log has gaps, and a read from an offset in a gap
+// returns the next batch.
+//
 // # Not implemented yet
 //
-// Log compaction (a compact-only log is simply never trimmed by
-// retention for now; records without keys are refused on it already),
-// parallel recovery of partitions and segment.jitter.ms.
+// Parallel recovery of partitions and segment.jitter.ms.
 package logstore

@@ -1,6 +1,10 @@
 package logstore
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sentinel errors. Callers match them with errors.Is; the broker maps each to
 // the Kafka error code named in its comment at the handler boundary. Errors
@@ -36,3 +40,50 @@ var (
 	// Dir in this process) holds the directory's .lock file.
 	ErrDirLocked = errors.New("logstore: log directory is locked")
 )
+
+// RecordError is one record's part in a batch refused for what its records
+// hold: its index in the batch and why (KIP-467's record_errors entry).
+type RecordError struct {
+	Index   int32
+	Message string
+}
+
+// RecordErrors is the error of an append refused because records of one of
+// its batches failed validation: a record without a key on a compacted
+// topic, a timestamp out of range, a producer's LogAppendTime, offset
+// deltas out of sequence. The whole append is refused, as Kafka refuses the
+// whole batch; Records names each record at fault, so that a client fails
+// those and retries the rest (KIP-467). It unwraps to ErrInvalidTimestamp
+// when any record's timestamp is at fault and to ErrInvalidRecord
+// otherwise, the code Kafka's LogValidator.processRecordErrors picks.
+type RecordErrors struct {
+	Sentinel error // ErrInvalidRecord or ErrInvalidTimestamp
+	Batch    int   // the batch's index in the append
+	TP       TopicPartition
+	Records  []RecordError // in record order
+}
+
+func (e *RecordErrors) Unwrap() error { return e.Sentinel }
+
+func (e *RecordErrors) Error() string {
+	msgs := make([]string, 0, 3)
+	for _, r := range e.Records[:min(len(e.Records), 3)] {
+		msgs = append(msgs, fmt.Sprintf("record %d: %s", r.Index, r.Message))
+	}
+	return fmt.Sprintf("%v: batch %d of %s: %d records refused: %s", e.Sentinel, e.Batch, e.TP, len(e.Records), strings.Join(msgs, "; "))
+}
+
+// Message is the partition's error_message in Kafka's words: for a
+// timestamp "One or more records have been rejected due to invalid
+// timestamp", otherwise the count of record errors and the first three.
+func (e *RecordErrors) Message() string {
+	if errors.Is(e.Sentinel, ErrInvalidTimestamp) {
+		return "One or more records have been rejected due to invalid timestamp"
+	}
+	first := make([]string, 0, 3)
+	for _, r := range e.Records[:min(len(e.Records), 3)] {
+		first = append(first, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", r.Index, r.Message))
+	}
+	return fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
+		len(e.Records), strings.Join(first, ", "))
+}

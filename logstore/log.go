@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,7 +26,8 @@ import (
 // readers must not see the segment half rebuilt. Fields guarded by segsMu are only written with
 // appendMu also held, so a holder of appendMu may read them without
 // segsMu. A Log never calls back into its Dir while holding appendMu
-// (see DeleteRecordsBefore).
+// (see DeleteRecordsBefore), except to note a pending deletion, which
+// takes only Dir.delMu, a leaf lock (delete_schedule.go).
 
 // TopicPartition names a partition.
 type TopicPartition struct {
@@ -62,6 +64,32 @@ type Config struct {
 	// further than this behind or ahead of its clock (INVALID_TIMESTAMP).
 	TimestampBeforeMaxMs int64
 	TimestampAfterMaxMs  int64
+	// FlushMessages is flush.messages: an append that leaves this many
+	// records or more above the recovery point fsyncs the log (Flush).
+	// FlushMs is flush.ms: Dir.FlushDue fsyncs a log whose last flush is
+	// at least this old. Both default to math.MaxInt64, never: sluice, like
+	// Kafka, leaves durability to replication and the page cache, and
+	// fsyncs only at checkpoints, rolls' next flush and Close.
+	FlushMessages int64
+	FlushMs       int64
+	// Compression is compression.type: anything but producer (the zero
+	// value) makes the leader rewrite every batch in another codec with
+	// that codec (recompress.go). GzipLevel, LZ4Level and ZstdLevel are
+	// compression.gzip.level, compression.lz4.level and
+	// compression.zstd.level; zero means Kafka's default.
+	Compression Compression
+	GzipLevel   int
+	LZ4Level    int
+	ZstdLevel   int
+	// The compaction settings of a Compact log (cleaner_manager.go):
+	// delete.retention.ms, min.cleanable.dirty.ratio,
+	// min.compaction.lag.ms and max.compaction.lag.ms (DefaultConfig has
+	// Kafka's defaults: 1 day, 0.5, 0, never). A negative retention or
+	// lag, a ratio outside [0, 1] and a max lag of 0 fall back to them.
+	DeleteRetentionMs      int64
+	MinCleanableDirtyRatio float64
+	MinCompactionLagMs     int64
+	MaxCompactionLagMs     int64
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -79,6 +107,12 @@ func DefaultConfig() Config {
 		// Kafka 4's defaults (KIP-937, KIP-1030).
 		TimestampBeforeMaxMs: math.MaxInt64,
 		TimestampAfterMaxMs:  3_600_000,
+		FlushMessages:        math.MaxInt64,
+		FlushMs:              math.MaxInt64,
+		// Kafka's compaction defaults.
+		DeleteRetentionMs:      86_400_000,
+		MinCleanableDirtyRatio: 0.5,
+		MaxCompactionLagMs:     math.MaxInt64,
 	}
 }
 
@@ -101,6 +135,24 @@ func (c Config) normalized() Config {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.FlushMessages <= 0 {
+		c.FlushMessages = d.FlushMessages
+	}
+	if c.FlushMs < 0 {
+		c.FlushMs = d.FlushMs
+	}
+	if c.DeleteRetentionMs < 0 {
+		c.DeleteRetentionMs = d.DeleteRetentionMs
+	}
+	if c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1 {
+		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
+	}
+	if c.MinCompactionLagMs < 0 {
+		c.MinCompactionLagMs = 0
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
 	}
 	return c
 }
@@ -127,11 +179,18 @@ type Log struct {
 	// onLogStartChange persists the log start offset (the Dir's
 	// log-start-offset checkpoint). Called without Log locks held.
 	onLogStartChange func() error
+	// notePendingDelete tells the Dir that a pending deletion's due time
+	// may have moved (file.delete.delay.ms changed); nil for a Log not
+	// opened by a Dir. Renames to *.deleted reach the Dir through fsys.
+	notePendingDelete func()
 
 	appendMu       sync.Mutex
 	writeErr       error           // sticky; guarded by appendMu
 	pendingDeletes []pendingDelete // guarded by appendMu
 	snapshots      []int64         // producer snapshot offsets, sorted; guarded by appendMu
+	// lastFlushMs is when the log was last flushed (or opened), in Unix
+	// milliseconds: written under appendMu, read by Dir.FlushDue without it.
+	lastFlushMs atomic.Int64
 
 	segsMu        sync.RWMutex
 	segments      []*segment // oldest first; the last is the active segment
@@ -140,6 +199,9 @@ type Log struct {
 	recoveryPoint int64
 	cfg           Config
 	closed        bool
+	// truncations counts TruncateTo calls that cut data: a cleaning pass
+	// does not swap in segments read before one (cleaner_swap.go).
+	truncations uint64
 }
 
 // pendingDelete is a segment renamed to *.deleted, removed after
@@ -147,6 +209,9 @@ type Log struct {
 type pendingDelete struct {
 	seg *segment
 	at  time.Time
+	// unlinked: the files are removed, the descriptor is still open for
+	// reads holding it (delete_schedule.go).
+	unlinked bool
 }
 
 // fail remembers a write error so every later write returns it: after a
@@ -232,6 +297,9 @@ func (l *Log) SetConfig(cfg Config) {
 	defer l.appendMu.Unlock()
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
+	if cfg.FileDeleteDelayMs != l.cfg.FileDeleteDelayMs && len(l.pendingDeletes) > 0 && l.notePendingDelete != nil {
+		l.notePendingDelete() // the pending deletions fall due at another time
+	}
 	l.cfg = cfg
 	a := l.active()
 	a.index.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, offsetIndexEntrySize)
@@ -291,6 +359,7 @@ func (l *Log) Flush() error {
 // written and fsynced too, so every segment below the new recovery point
 // has its indexes on stable storage. Lock should be held (appendMu).
 func (l *Log) flushLocked() error {
+	l.lastFlushMs.Store(l.now().UnixMilli())
 	end := l.logEnd
 	from := len(l.segments)
 	if end != l.recoveryPoint {
@@ -315,6 +384,28 @@ func (l *Log) flushLocked() error {
 	l.recoveryPoint = end
 	l.segsMu.Unlock()
 	return nil
+}
+
+// flushForMessagesLocked applies flush.messages after an append: when the
+// records above the recovery point reach it, the log is flushed, as
+// Kafka's UnifiedLog does after each append (leader or follower). Lock
+// should be held (appendMu).
+func (l *Log) flushForMessagesLocked() error {
+	if l.logEnd-l.recoveryPoint < l.cfg.FlushMessages {
+		return nil
+	}
+	return l.flushLocked()
+}
+
+// flushIfDue flushes the log when flush.ms has passed since its last
+// flush (Kafka's LogManager.flushDirtyLogs). A log with the default
+// flush.ms costs one comparison.
+func (l *Log) flushIfDue(now time.Time) error {
+	flushMs := l.Config().FlushMs
+	if flushMs == math.MaxInt64 || now.UnixMilli()-l.lastFlushMs.Load() < flushMs {
+		return nil
+	}
+	return l.Flush()
 }
 
 // Close flushes the log, writes and fsyncs every index entry, and closes

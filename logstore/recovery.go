@@ -203,8 +203,12 @@ var ErrInconsistentTopicID = errors.New("logstore: inconsistent topic id")
 // scanPartitionDir lists the base offsets of the segments in a partition
 // directory, oldest first. It also cleans up what an interrupted operation
 // left behind: *.deleted files (their deletion was already decided),
-// *.tmp files (unfinished checkpoint writes) and index files without a log.
+// *.tmp files (unfinished checkpoint writes), index files without a log,
+// and the files of an interrupted cleaner swap (recoverCleanerFiles).
 func scanPartitionDir(fsys FS, path string) ([]int64, error) {
+	if err := recoverCleanerFiles(fsys, path); err != nil {
+		return nil, err
+	}
 	entries, err := fsys.ReadDir(path)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,8 @@ import (
 // segment never does. If every segment must go the log first rolls, so the
 // log always keeps an (empty) active segment at the log end offset.
 // Deleted segments are renamed *.deleted and removed file.delete.delay.ms
-// later, so that reads already holding them finish.
+// later, so that reads already holding them finish; the Dir removes them
+// when due, not at the next retention check (delete_schedule.go).
 
 // retain applies retention once and returns how many segments it deleted.
 func (l *Log) retain(now time.Time, highWatermark int64) (int, error) {
@@ -126,26 +127,55 @@ func (l *Log) deleteSegmentsLocked(n int, now time.Time) error {
 	return nil
 }
 
-// removeExpiredDeletes closes and removes *.deleted files older than
-// file.delete.delay.ms.
+// removeExpiredDeletes removes the *.deleted files older than
+// file.delete.delay.ms (see removeDueDeletes).
 func (l *Log) removeExpiredDeletes(now time.Time) error {
+	_, err := l.removeDueDeletes(now)
+	return err
+}
+
+// removeDueDeletes unlinks the files of each pending deletion whose
+// file.delete.delay.ms (the current value) has passed since its rename, and
+// closes its descriptor once deletedCloseGrace has passed too, so reads
+// already holding it finish (delete_schedule.go). It returns when the next
+// step is due, or the zero time when nothing is pending.
+func (l *Log) removeDueDeletes(now time.Time) (next time.Time, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	delay := time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond
 	kept := l.pendingDeletes[:0]
 	var firstErr error
 	for _, p := range l.pendingDeletes {
-		if now.Sub(p.at) < delay {
+		at := p.at.Add(delay)
+		if !p.unlinked && now.Before(at) {
 			kept = append(kept, p)
+			next = earliest(next, at)
+			continue
+		}
+		if !p.unlinked {
+			p.unlinked = true
+			if err := p.seg.removeDeleted(l.fsys); err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("%w: remove deleted segment: %v", ErrKafkaStorage, err)
+			}
+		}
+		if closeAt := p.at.Add(max(delay, deletedCloseGrace)); now.Before(closeAt) {
+			kept = append(kept, p)
+			next = earliest(next, closeAt)
 			continue
 		}
 		p.seg.close()
-		if err := p.seg.removeDeleted(l.fsys); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("%w: remove deleted segment: %v", ErrKafkaStorage, err)
-		}
 	}
+	clear(l.pendingDeletes[len(kept):])
 	l.pendingDeletes = kept
-	return firstErr
+	return next, firstErr
+}
+
+// earliest is the earlier of next and t, where a zero next means none yet.
+func earliest(next, t time.Time) time.Time {
+	if next.IsZero() || t.Before(next) {
+		return t
+	}
+	return next
 }
 
 // DeleteRecordsBefore implements DeleteRecords: it moves the log start

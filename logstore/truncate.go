@@ -56,6 +56,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.fail("truncate", err)
 	}
 	l.segments = l.segments[:i+1]
+	l.truncations++
 	l.logEnd = seg.nextOffset
 	l.recoveryPoint = min(l.recoveryPoint, l.logEnd)
 	for _, s := range gone {
@@ -92,6 +93,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.segsMu.Lock()
 	l.segments = []*segment{seg}
+	l.truncations++
 	l.logStart, l.logEnd, l.recoveryPoint = offset, offset, offset
 	l.segsMu.Unlock()
 	if err := l.epochs.truncateFromEnd(-1); err != nil {

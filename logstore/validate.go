@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -36,6 +37,15 @@ import (
 //     bytes, and those of all the appends of one Produce request to at
 //     most its RequestDecompressBudget (MESSAGE_TOO_LARGE).
 //
+// The checks of what one record holds (offset delta, key, timestamp, and
+// the LogAppendTime a producer may not set) do not stop at the first bad
+// record: every record of the batch is checked and the append is refused
+// with a *RecordErrors naming each one (KIP-467's record_errors, as Kafka's
+// LogValidator.validateRecord collects them; one error per record, the
+// first that applies). The other checks are about the batch and refuse it
+// at once, without record errors, as Kafka's validateBatch and its record
+// iterator do.
+//
 // Control batches are walked like any other: the broker refuses them from
 // clients before the log sees them (INVALID_RECORD), and lets the
 // transaction coordinator's markers through.
@@ -58,6 +68,8 @@ type validation struct {
 	batchIndex   int
 	batch        BatchHeader
 	maxTimestamp int64
+	recordErrs   []RecordError // of the current batch
+	badTimestamp bool          // a timestamp is among recordErrs' causes
 }
 
 // validateRecords walks every record of the batches in buf (already
@@ -89,6 +101,7 @@ func validateRecordsWithin(buf []byte, spans []batchSpan, cfg Config, tp TopicPa
 			return err
 		}
 		v.batchIndex, v.batch, v.maxTimestamp = i, h, -1
+		v.recordErrs, v.badTimestamp = v.recordErrs[:0], false
 		allowed, byRequest := v.budget, false
 		if request != nil && h.compression() != 0 {
 			if left := request.left(v.limit); left < allowed {
@@ -111,6 +124,17 @@ func validateRecordsWithin(buf []byte, spans []batchSpan, cfg Config, tp TopicPa
 		if err != nil {
 			return fmt.Errorf("batch %d of %s: %w", i, tp, err)
 		}
+		if len(v.recordErrs) > 0 {
+			sentinel := ErrInvalidRecord
+			if v.badTimestamp {
+				sentinel = ErrInvalidTimestamp
+			}
+			return &RecordErrors{Sentinel: sentinel, Batch: i, TP: tp, Records: slices.Clone(v.recordErrs)}
+		}
+		if h.logAppendTime() {
+			// A batch without records: nothing to name.
+			return fmt.Errorf("%w: batch %d of %s: Producer should not set timestamp type to LogAppendTime", ErrInvalidTimestamp, i, tp)
+		}
 		sp.maxTimestamp = v.maxTimestamp
 	}
 	return nil
@@ -124,24 +148,34 @@ func (v *validation) checkBatch(i int, h BatchHeader) error {
 	if h.Attributes&attrControl == 0 && h.ProducerID >= 0 && h.BaseSequence < 0 {
 		return fmt.Errorf("%w: Invalid sequence number %d in record batch with producerId %d in topic partition %s", ErrInvalidRecord, h.BaseSequence, h.ProducerID, v.tp)
 	}
-	if h.logAppendTime() {
-		return fmt.Errorf("%w: batch %d of %s: Producer should not set timestamp type to LogAppendTime", ErrInvalidTimestamp, i, v.tp)
-	}
 	return nil
 }
 
-// record checks one record of the current batch.
+// record checks one record of the current batch. What is wrong with it is
+// added to recordErrs, not returned: the walk goes on to the next record.
 func (v *validation) record(r recordInfo) error {
+	fail := func(timestamp bool, format string, args ...any) error {
+		v.recordErrs = append(v.recordErrs, RecordError{Index: r.index, Message: fmt.Sprintf(format, args...)})
+		v.badTimestamp = v.badTimestamp || timestamp
+		return nil
+	}
 	if r.offsetDelta != r.index {
-		return fmt.Errorf("%w: record %d has offset delta %d; a producer's records carry offset deltas 0, 1, 2, …", ErrInvalidRecord, r.index, r.offsetDelta)
+		return fail(false, "Record %d has offset delta %d in topic partition %s; a producer's records carry offset deltas 0, 1, 2, …", r.index, r.offsetDelta, v.tp)
 	}
 	if v.compact && !r.hasKey {
-		return fmt.Errorf("%w: Compacted topic cannot accept message without key in topic partition %s (record %d)", ErrInvalidRecord, v.tp, r.index)
+		return fail(false, "Compacted topic cannot accept message without key in topic partition %s", v.tp)
 	}
 	ts := v.batch.BaseTimestamp + r.timestampDelta
-	if v.createTime && ts != -1 && (ts < v.oldestMs || ts > v.newestMs) {
-		return fmt.Errorf("%w: Timestamp %d of message with offset delta %d is out of range. The timestamp should be within [%d, %d]",
-			ErrInvalidTimestamp, ts, r.index, v.oldestMs, v.newestMs)
+	offset := v.batch.BaseOffset + int64(r.offsetDelta)
+	switch {
+	case v.createTime && ts != -1 && (ts < v.oldestMs || ts > v.newestMs):
+		return fail(true, "Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+			ts, offset, v.oldestMs, v.newestMs)
+	case v.batch.logAppendTime():
+		// Kafka lets an in-range timestamp through on a CreateTime
+		// topic and flips the type; sluice stores batches as sent and
+		// refuses every record of such a batch.
+		return fail(true, "Invalid timestamp type in message with offset %d. Producer should not set timestamp type to LogAppendTime.", offset)
 	}
 	v.maxTimestamp = max(v.maxTimestamp, ts)
 	return nil

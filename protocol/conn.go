@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"container/list"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,10 +29,18 @@ type conn struct {
 	info   ConnInfo
 	ip     string // what max.connections.per.ip counts it under
 	log    *slog.Logger
+	// wire is what requests are read from: nc, or the TLS connection
+	// over it (tls.go), whose buffered writer out then takes responses.
+	// sasl is the SASL state of a connection to a SASL listener
+	// (sasl.go). All three are the serving goroutine's.
+	wire net.Conn
+	tls  *tls.Conn
+	out  *bufio.Writer
+	sasl *saslSession
 
 	// state is connAdmitted, connProbation or connRefused, and
-	// probationElem its place on Server.probation while on probation;
-	// both guarded by Server.mu (connlimit.go).
+	// probationElem its place on the probation list while on probation;
+	// both guarded by connCounts.mu (connlimit.go).
 	state         int
 	probationElem *list.Element
 	// peer is set once a request shows the connection is one of the
@@ -111,7 +120,7 @@ func (c *conn) serve(ctx context.Context) {
 	log := c.log
 	defer c.srv.removeConn(c)
 	defer c.closed()
-	defer c.nc.Close()
+	defer c.closeWire()
 	// A panic here is a bug, most likely in a handler, possibly reached
 	// through client bytes; it must cost this connection, not the process.
 	var frame []byte // the request being served, for the panic log
@@ -129,12 +138,19 @@ func (c *conn) serve(ctx context.Context) {
 	defer context.AfterFunc(ctx, c.interrupt)()
 	log.Debug("protocol: connection opened")
 
-	br := bufio.NewReaderSize(c.nc, 16<<10)
-	c.srv.mu.Lock()
-	onProbation := c.state == connProbation
-	c.srv.mu.Unlock()
-	if onProbation && !c.settleProbation(br) {
+	c.wire = c.nc
+	if c.srv.TLS != nil && !c.startTLS(ctx) {
 		return
+	}
+	br := bufio.NewReaderSize(c.wire, 16<<10)
+	if c.onProbation() && !c.settleProbation(br) {
+		return
+	}
+	if c.srv.SASL != nil {
+		c.sasl = &saslSession{}
+		if !c.authenticate(ctx, br) {
+			return
+		}
 	}
 	first := true
 	for {
@@ -151,21 +167,40 @@ func (c *conn) serve(ctx context.Context) {
 				c.peer.Store(true)
 			}
 		}
+		if c.sasl != nil {
+			if handled, ok := c.checkSession(ctx, br, frame); !ok {
+				return
+			} else if handled {
+				c.srv.budget.release(held)
+				held, frame = 0, nil
+				continue
+			}
+		}
 		if !c.chargeDecode(ctx, frame, &held) {
 			return
 		}
-		resp, err := c.srv.Router.serve(ctx, &c.info, frame)
+		resp, th, err := c.srv.Router.serve(ctx, &c.info, frame)
 		if err != nil {
 			return // Router.serve logged why
 		}
+		// A client over a quota is throttled (throttle.go): its
+		// response held back, or the connection muted after it.
+		// A shutdown cuts a delay short but still sends the response.
+		muteUntil := time.Now().Add(th.d)
+		if th.d > 0 && !th.afterResponse && !c.waitThrottle(ctx, muteUntil) && ctx.Err() == nil {
+			return // held longer than connections.max.idle.ms
+		}
 		if resp != nil {
-			if err := resp.writeTo(c.nc); err != nil {
+			if err := c.writeResponse(resp); err != nil {
 				log.Debug("protocol: write failed, closing connection", "err", err)
 				return
 			}
 		}
 		c.srv.budget.release(held)
 		held, frame = 0, nil
+		if th.d > 0 && th.afterResponse && !c.waitThrottle(ctx, muteUntil) {
+			return
+		}
 	}
 }
 
@@ -188,7 +223,7 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (frame []byte,
 		return nil, 0, slowFrame(err)
 	}
 	size := int32(binary.BigEndian.Uint32(prefix[:]))
-	if err := checkFrameSize(size, c.srv.maxRequestSize()); err != nil {
+	if err := checkFrameSize(size, c.maxRequestSize()); err != nil {
 		return nil, 0, err
 	}
 	// The api key and version are the first bytes of the body: a request

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -71,7 +73,20 @@ const (
 	probationTimeout = 10 * time.Second
 )
 
-// Connection states, guarded by Server.mu.
+// connCounts are the connections counted against max.connections and
+// max.connections.per.ip: one Server's, or shared by the servers of a
+// broker's listeners (Server.ShareConnLimitsWith). mu guards them and
+// every counted conn's state and probationElem; it is taken after
+// Server.mu, never before.
+type connCounts struct {
+	mu        sync.Mutex
+	perIP     map[string]int // open connections by remote address
+	admitted  int            // connections counted against max.connections
+	probation *list.List     // of *conn accepted at max.connections, not yet admitted, oldest first
+	servers   []*Server      // every server counting here
+}
+
+// Connection states, guarded by connCounts.mu.
 const (
 	connAdmitted  = iota // counted against max.connections
 	connProbation        // accepted at max.connections, first request not seen yet
@@ -190,47 +205,65 @@ func (s *Server) isPeer(clientID string) bool {
 // admitLocked counts a new connection from c.ip, or returns why it must
 // be closed at once. At max.connections the connection goes on probation,
 // and if that is full the oldest connection on probation is returned to
-// be closed. s.mu must be held.
+// be closed (it may be another listener's). s.mu must be held; it takes
+// the counts' lock.
 func (s *Server) admitLocked(c *conn, l *resolvedLimits) (why string, evicted *conn) {
-	if n, limit := s.perIP[c.ip], l.perIP(c.ip); n >= limit {
+	n := s.counts
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if count, limit := n.perIP[c.ip], l.perIP(c.ip); count >= limit {
 		return fmt.Sprintf("address already has the configured maximum of %d connections (max.connections.per.ip)", limit), nil
 	}
-	s.perIP[c.ip]++
-	if s.admitted < l.raw.Max {
-		s.admitted++
+	n.perIP[c.ip]++
+	if n.admitted < l.raw.Max {
+		n.admitted++
 		c.state = connAdmitted
 		return "", nil
 	}
-	if s.probation.Len() >= maxProbation {
-		evicted = s.probation.Remove(s.probation.Front()).(*conn)
+	if n.probation.Len() >= maxProbation {
+		evicted = n.probation.Remove(n.probation.Front()).(*conn)
 		evicted.probationElem = nil
 		evicted.state = connRefused
 	}
 	c.state = connProbation
-	c.probationElem = s.probation.PushBack(c)
+	c.probationElem = n.probation.PushBack(c)
 	return "", evicted
 }
 
-// leaveProbationLocked takes c off the probation list. s.mu must be held.
-func (s *Server) leaveProbationLocked(c *conn) {
+// leaveProbationLocked takes c off the probation list. The counts' lock
+// must be held.
+func (n *connCounts) leaveProbationLocked(c *conn) {
 	if c.probationElem != nil {
-		s.probation.Remove(c.probationElem)
+		n.probation.Remove(c.probationElem)
 		c.probationElem = nil
 	}
 }
 
-// forgetLocked undoes admitLocked when c is gone. s.mu must be held.
+// forgetLocked undoes admitLocked when c is gone. s.mu must be held; it
+// takes the counts' lock.
 func (s *Server) forgetLocked(c *conn) {
-	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
-		delete(s.perIP, c.ip)
+	n := s.counts
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.perIP[c.ip]--; n.perIP[c.ip] <= 0 {
+		delete(n.perIP, c.ip)
 	}
 	switch c.state {
 	case connAdmitted:
-		s.admitted--
+		n.admitted--
 	case connProbation:
-		s.leaveProbationLocked(c)
+		n.leaveProbationLocked(c)
 	}
 	c.state = connRefused
+}
+
+// onProbation reports whether c was accepted at max.connections and has
+// not been admitted yet.
+func (c *conn) onProbation() bool {
+	n := c.srv.counts
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return c.state == connProbation
 }
 
 // settleProbation reads the first request header of a connection
@@ -256,25 +289,28 @@ func (c *conn) settleProbation(br *bufio.Reader) bool {
 	peer := s.isPeer(clientID)
 	l := s.limits()
 
-	s.mu.Lock()
+	n := s.counts
+	n.mu.Lock()
 	if c.state != connProbation { // evicted from probation meanwhile
-		s.mu.Unlock()
+		n.mu.Unlock()
 		return false
 	}
-	s.leaveProbationLocked(c)
-	if !peer && s.admitted >= l.raw.Max {
+	n.leaveProbationLocked(c)
+	if !peer && n.admitted >= l.raw.Max {
 		c.state = connRefused
-		s.mu.Unlock()
+		n.mu.Unlock()
 		c.log.Info("protocol: refusing connection: broker has the configured maximum of connections (max.connections)", "max_connections", l.raw.Max, "client_id", clientID)
 		return false
 	}
-	s.admitted++
+	n.admitted++
 	c.state = connAdmitted
+	over := peer && n.admitted > l.raw.Max
+	servers := n.servers
+	n.mu.Unlock()
 	var victim *conn
-	if peer && s.admitted > l.raw.Max {
-		victim = s.leastRecentClientLocked()
+	if over {
+		victim = leastRecentClient(servers)
 	}
-	s.mu.Unlock()
 	c.peer.Store(peer)
 	if victim != nil {
 		c.log.Info("protocol: peer broker connected at max.connections; closing the least recently active client connection",
@@ -284,17 +320,24 @@ func (c *conn) settleProbation(br *bufio.Reader) bool {
 	return true
 }
 
-// leastRecentClientLocked returns the admitted client (not peer)
-// connection whose last request is the oldest, or nil. s.mu must be held.
-func (s *Server) leastRecentClientLocked() *conn {
+// leastRecentClient returns the admitted client (not peer) connection
+// of any of servers whose last request is the oldest, or nil. It takes
+// each server's lock in turn, and the counts' lock within it.
+func leastRecentClient(servers []*Server) *conn {
 	var victim *conn
-	for c := range s.conns {
-		if c.state != connAdmitted || c.peer.Load() {
-			continue
+	for _, s := range servers {
+		s.mu.Lock()
+		s.counts.mu.Lock()
+		for c := range s.conns {
+			if c.state != connAdmitted || c.peer.Load() {
+				continue
+			}
+			if victim == nil || c.lastActive.Load() < victim.lastActive.Load() {
+				victim = c
+			}
 		}
-		if victim == nil || c.lastActive.Load() < victim.lastActive.Load() {
-			victim = c
-		}
+		s.counts.mu.Unlock()
+		s.mu.Unlock()
 	}
 	return victim
 }

@@ -51,9 +51,22 @@
 //   - a new connection over max.connections.per.ip (closed at once) or, at
 //     max.connections, a client's (closed after its first request header;
 //     see connlimit.go);
+//   - a new connection from an address over its connection_creation_rate
+//     quota (KIP-612): not read, closed after its throttle time
+//     (connquota.go). Over max.connection.creation.rate the acceptor
+//     instead waits before accepting the next connection: excess connects
+//     are delayed, not closed;
 //   - nothing received for connections.max.idle.ms after the last answer,
 //     or a frame not complete connections.max.idle.ms after its first
-//     byte (a slow-loris client).
+//     byte (a slow-loris client);
+//   - on a TLS listener, a handshake that fails or does not finish within
+//     connections.max.idle.ms (tls.go);
+//   - on a SASL listener, before authentication: any request but
+//     ApiVersions, SaslHandshake and SaslAuthenticate, a frame over
+//     sasl.server.max.receive.size, an unsupported mechanism or a failed
+//     login (both answered, after connection.failed.authentication.delay.ms);
+//     after it, a request on a session past its end that does not
+//     re-authenticate it (KIP-368; sasl.go).
 //
 // # Request memory
 //

@@ -69,7 +69,7 @@ func decodeResponse(t testing.TB, frame []byte, key, askedVersion, respVersion i
 
 // startServer serves router on a fresh loopback listener and shuts the
 // server down when the test ends.
-func startServer(t *testing.T, router *Router, configure func(*Server)) (*Server, string) {
+func startServer(t testing.TB, router *Router, configure func(*Server)) (*Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,10 +19,32 @@ type ConnInfo struct {
 	ID     uint64
 	Remote net.Addr
 	Local  net.Addr
+	// Listener is the name of the listener the connection arrived on
+	// (e.g. PLAINTEXT, SASL_SSL, INTERNAL) and SecurityProtocol its
+	// protocol (auth.go); empty for a ConnInfo made outside a Server.
+	Listener         string
+	SecurityProtocol string
 	// ctx ends when the server has closed the connection; nil for a
 	// ConnInfo made outside a Server (tests), which never ends.
 	ctx context.Context
+	// principal is who the connection authenticated as (auth.go); nil
+	// means Anonymous.
+	principal atomic.Pointer[Principal]
 }
+
+// Principal returns who the connection authenticated as: Anonymous on a
+// PLAINTEXT listener, and until a SASL exchange or a client certificate
+// says otherwise.
+func (c *ConnInfo) Principal() Principal {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return Anonymous
+}
+
+// SetPrincipal records who the connection authenticated as. The Server
+// calls it; tests may, on a ConnInfo of their own.
+func (c *ConnInfo) SetPrincipal(p Principal) { c.principal.Store(&p) }
 
 // Context returns a context that is cancelled once the connection is
 // closed, for whatever reason: the peer closed it or died (its kernel
@@ -44,6 +68,20 @@ type Request struct {
 	// Conn is shared by every request on the connection; read it, do
 	// not modify it.
 	Conn *ConnInfo
+	// Size is the request's frame size in bytes (header and body,
+	// without the size prefix), what Kafka's quotas charge a produce
+	// request (RequestChannel.Request.sizeInBytes).
+	Size int
+	// ThrottleMillis is for a handler that sends no response but put its
+	// client over a quota (Produce with acks=0): the connection is muted
+	// for that long, as a response's throttle_time_ms would mute it
+	// (throttle.go).
+	ThrottleMillis int32
+	// NetworkTime, when the handler sets it, is called once the answer
+	// is encoded with the time the router spent on the request besides
+	// the handler: decoding it and encoding the answer, the work of
+	// Kafka's network threads, which its request quota counts too.
+	NetworkTime func(time.Duration)
 }
 
 // Handler serves one request. Kafka errors travel inside the response's
@@ -166,7 +204,7 @@ func (r *Router) lookup(key int16) (route, bool) {
 // parsing (RequestContext.parseRequest), so refusing them would reject
 // clients Kafka accepts and buy nothing.
 func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byte, error) {
-	f, err := r.serve(ctx, conn, frame)
+	f, _, err := r.serve(ctx, conn, frame)
 	if err != nil || f == nil {
 		return nil, err
 	}
@@ -174,67 +212,77 @@ func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byt
 }
 
 // serve is Serve without reading a SplicedResponse's file ranges into
-// memory: the connection writes them with sendfile.
-func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte) (*responseFrame, error) {
+// memory: the connection writes them with sendfile. It also returns the
+// throttle the handler set (throttle.go), which the connection applies.
+func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte) (*responseFrame, throttle, error) {
+	start := time.Now()
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
-		return nil, r.refuse(conn, h, false, err)
+		return nil, throttle{}, r.refuse(conn, h, false, err)
 	}
 	rt, ok := r.lookup(h.APIKey)
 	if !ok {
-		return nil, r.refuse(conn, h, true, fmt.Errorf("%w: %d", ErrUnknownKey, h.APIKey))
+		return nil, throttle{}, r.refuse(conn, h, true, fmt.Errorf("%w: %d", ErrUnknownKey, h.APIKey))
 	}
 	if h.APIVersion < rt.minVersion || h.APIVersion > rt.maxVersion {
 		out, err := r.unsupportedVersion(conn, h, rt)
 		if err != nil {
-			return nil, err
+			return nil, throttle{}, err
 		}
-		return memFrame(out), nil
+		return memFrame(out), throttle{}, nil
 	}
 	if hv, _ := RequestHeaderVersion(h.APIKey, h.APIVersion); hv == RequestHeaderV2 {
 		if rest, err = skipTags(rest); err != nil {
-			return nil, r.refuse(conn, h, true, err)
+			return nil, throttle{}, r.refuse(conn, h, true, err)
 		}
 	}
 	body := kmsg.RequestForKey(h.APIKey)
 	body.SetVersion(h.APIVersion)
 	if err := body.ReadFrom(rest); err != nil {
-		return nil, r.refuse(conn, h, true, fmt.Errorf("%w: %v", ErrMalformedBody, err))
+		return nil, throttle{}, r.refuse(conn, h, true, fmt.Errorf("%w: %v", ErrMalformedBody, err))
 	}
-	req := &Request{Header: h, Body: body, Conn: conn}
+	req := &Request{Header: h, Body: body, Conn: conn, Size: len(frame)}
 
 	var resp kmsg.Response
 	handled := false
 	if hook := r.Hook; hook != nil {
 		resp, err, handled = hook(req)
 	}
+	var handling time.Duration
 	if !handled {
+		called := time.Now()
 		resp, err = rt.handler(ctx, req)
+		handling = time.Since(called)
+	}
+	if req.NetworkTime != nil {
+		// Deferred: the answer's encoding is network time too.
+		defer func() { req.NetworkTime(time.Since(start) - handling) }()
 	}
 	if err != nil {
 		r.logger.Error("protocol: handler failed, closing connection", r.attrs(conn, h, true, err)...)
-		return nil, err
+		return nil, throttle{}, err
 	}
 	if resp == nil {
-		return nil, nil
+		return nil, noResponseThrottle(req), nil
 	}
 	if resp.Key() != h.APIKey {
 		err := fmt.Errorf("%w: got key %d", ErrBadResponse, resp.Key())
 		r.logger.Error("protocol: handler bug, closing connection", r.attrs(conn, h, true, err)...)
-		return nil, err
+		return nil, throttle{}, err
 	}
 	resp.SetVersion(h.APIVersion)
+	th := responseThrottle(resp)
 	enc := AppendResponse(nil, h.CorrelationID, ResponseHeaderVersion(h.APIKey, h.APIVersion), resp)
 	sr, ok := resp.(*SplicedResponse)
 	if !ok || len(sr.splices) == 0 {
-		return memFrame(enc), nil
+		return memFrame(enc), th, nil
 	}
 	f, err := cutFrame(enc, sr.splices)
 	if err != nil {
 		r.logger.Error("protocol: handler bug, closing connection", r.attrs(conn, h, true, err)...)
-		return nil, err
+		return nil, throttle{}, err
 	}
-	return f, nil
+	return f, th, nil
 }
 
 // refuse logs a request the client got wrong and returns err, which closes

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -257,4 +258,31 @@ func TestErrorResponseEveryKey(t *testing.T) {
 		t.Fatal("no key offered an UNSUPPORTED_VERSION response")
 	}
 	t.Logf("%d key/version pairs can answer UNSUPPORTED_VERSION", offered)
+}
+
+// A handler that sets Request.NetworkTime is told, once, after it has
+// answered, the time the router spent on the request besides it.
+func TestServeReportsNetworkTime(t *testing.T) {
+	r := NewRouter(quietLogger(t))
+	var calls []time.Duration
+	answered := false
+	r.Register(3, 0, 12, func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		req.NetworkTime = func(d time.Duration) {
+			if !answered {
+				t.Error("network time reported before the handler answered")
+			}
+			calls = append(calls, d)
+		}
+		resp, err := metadataHandler(ctx, req)
+		answered = true
+		return resp, err
+	})
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	if _, err := r.Serve(context.Background(), &ConnInfo{ID: 1}, requestFrame(req, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0] < 0 {
+		t.Fatalf("network time reported %v, want once, not negative", calls)
+	}
 }

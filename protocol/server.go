@@ -3,12 +3,16 @@ package protocol
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicedev/sluice/quotas"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -24,7 +28,7 @@ var ErrServerClosed = errors.New("protocol: server closed")
 // cannot make the broker buffer an unbounded backlog. Pipelining clients
 // still work; their next requests wait in the socket buffer.
 //
-// Lock order: Server.mu before conn.mu.
+// Lock order: Server.mu before connCounts.mu before conn.mu.
 type Server struct {
 	Router *Router
 	// MaxRequestSize is socket.request.max.bytes; 0 means
@@ -52,17 +56,65 @@ type Server struct {
 	// called for every new connection, so it should be cheap. nil means
 	// no limits (connlimit.go).
 	ConnLimits func() ConnLimits
+	// ShareConnLimitsWith, if set, makes this server count its
+	// connections against max.connections and max.connections.per.ip
+	// together with that server's (and every other server sharing with
+	// it), as Kafka counts them across all the listeners of a broker.
+	ShareConnLimitsWith *Server
 	// PeerClientIDPrefixes are the client id prefixes of the broker's own
 	// peers, whose connections max.connections must not lock out.
 	PeerClientIDPrefixes []string
+	// ConnCreationRates, if set, returns max.connection.creation.rate in
+	// force broker-wide and for the listener
+	// (listener.name.<l>.max.connection.creation.rate, else the
+	// broker-wide value), new connections a second; math.MaxInt32 is
+	// Kafka's default, no limit. It is called for every new connection.
+	// nil means no limits (connquota.go).
+	ConnCreationRates func() (broker, listener int)
+	// IPConnectionRate, if set, returns the connection_creation_rate
+	// quota of an IP address (KIP-612) and whether one is set; it is
+	// called for every new connection (connquota.go).
+	IPConnectionRate func(ip string) (float64, bool)
+	// QuotaWindowNum and QuotaWindowSize are quota.window.num and
+	// quota.window.size.seconds, the samples connection rates are
+	// measured over; 0 means Kafka's defaults, 11 and 1 s.
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
 	// Logger receives connection-level logs; nil means slog.Default().
 	Logger *slog.Logger
+
+	// Listener is the listener's name and SecurityProtocol its security
+	// protocol (auth.go), "" meaning PLAINTEXT; every connection's
+	// ConnInfo carries both.
+	Listener         string
+	SecurityProtocol string
+	// TLS, set on SSL and SASL_SSL listeners, returns the TLS
+	// configuration for a new connection; it is called for every
+	// connection, so a reloaded keystore serves the next one.
+	TLS func() *tls.Config
+	// CertPrincipal maps a client certificate the TLS handshake verified
+	// to the connection's principal (ssl.principal.mapping.rules); nil
+	// means Kafka's default, User:<the subject's RFC 2253 name>.
+	CertPrincipal func(*x509.Certificate) Principal
+	// SASL, set on SASL_PLAINTEXT and SASL_SSL listeners, authenticates
+	// every connection before it is served anything but ApiVersions.
+	SASL SASLServer
+	// ReauthMax is connections.max.reauth.ms: a SASL session lasts at
+	// most this long before the client must re-authenticate (KIP-368);
+	// 0 means forever.
+	ReauthMax time.Duration
+	// FailedAuthDelay is connection.failed.authentication.delay.ms: how
+	// long a failed login's answer is held before the connection closes.
+	FailedAuthDelay time.Duration
 
 	nextConnID atomic.Uint64
 	budget     *memoryBudget
 
 	limitsMu sync.Mutex
 	resolved *resolvedLimits
+
+	rateMu sync.Mutex
+	rates  *connRates // connquota.go
 
 	initOnce sync.Once
 	// shutdownCtx is cancelled by Shutdown. Every connection's context
@@ -74,9 +126,7 @@ type Server struct {
 	closing   bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
-	perIP     map[string]int // open connections by remote address
-	admitted  int            // connections counted against max.connections
-	probation *list.List     // of *conn accepted at max.connections, not yet admitted, oldest first
+	counts    *connCounts    // max.connections and max.connections.per.ip (connlimit.go)
 	wg        sync.WaitGroup // one per connection goroutine
 }
 
@@ -85,8 +135,15 @@ func (s *Server) init() {
 		s.shutdownCtx, s.shutdownCancel = context.WithCancel(context.Background())
 		s.listeners = make(map[net.Listener]struct{})
 		s.conns = make(map[*conn]struct{})
-		s.perIP = make(map[string]int)
-		s.probation = list.New()
+		if o := s.ShareConnLimitsWith; o != nil && o != s {
+			o.init()
+			s.counts = o.counts
+		} else {
+			s.counts = &connCounts{perIP: make(map[string]int), probation: list.New()}
+		}
+		s.counts.mu.Lock()
+		s.counts.servers = append(s.counts.servers, s)
+		s.counts.mu.Unlock()
 		if o := s.ShareBudgetWith; o != nil && o != s {
 			o.init()
 			s.budget = o.budget
@@ -146,6 +203,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Closing the listener is what unblocks Accept when ctx is done.
 	defer context.AfterFunc(connCtx, func() { ln.Close() })()
 
+	// This listener's connection rate sensor (connquota.go).
+	var listenerRate quotas.ConnectionRate
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -172,6 +231,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if !s.admitRate(connCtx, nc, &listenerRate) {
+			continue
+		}
 		s.startConn(connCtx, nc)
 	}
 }
@@ -192,6 +254,9 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 			Remote: nc.RemoteAddr(),
 			Local:  nc.LocalAddr(),
 			ctx:    connCtx,
+
+			Listener:         s.Listener,
+			SecurityProtocol: s.SecurityProtocol,
 		},
 	}
 	c.lastActive.Store(time.Now().UnixNano())
@@ -263,6 +328,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Cancelling wakes every connection blocked reading (see
 	// conn.interrupt) and every handler watching its context.
 	s.shutdownCancel()
+	s.closeThrottled()
 
 	done := make(chan struct{})
 	go func() {

@@ -188,9 +188,13 @@ func readFull(sp *splice, dst []byte) error {
 	return nil
 }
 
+// copyChunk is the piece a file range is copied in where sendfile cannot
+// send it.
+const copyChunk = 256 << 10
+
 // writeTo writes the frame with its int32 size prefix to w: runs of
 // memory parts in one vectored write each, file parts with sendfile where
-// sendFile can, else by reading them into a buffer first.
+// sendFile can, else by reading them into a buffer a piece at a time.
 func (f *responseFrame) writeTo(w io.Writer) error {
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(f.size))
@@ -214,15 +218,20 @@ func (f *responseFrame) writeTo(w io.Writer) error {
 			}
 			continue
 		}
-		if int64(cap(scratch)) < p.file.n {
-			scratch = make([]byte, p.file.n)
+		// Copied in pieces (a TLS connection, which must encrypt
+		// them): memory stays one piece whatever the range's size.
+		if want := min(p.file.n, copyChunk); int64(len(scratch)) < want {
+			scratch = make([]byte, want)
 		}
-		buf := scratch[:p.file.n]
-		if err := readFull(p.file, buf); err != nil {
-			return err
-		}
-		if _, err := w.Write(buf); err != nil {
-			return err
+		for off, end := p.file.off, p.file.off+p.file.n; off < end; {
+			buf := scratch[:min(int64(len(scratch)), end-off)]
+			if n, err := p.file.file.ReadAt(buf, off); n < len(buf) {
+				return fmt.Errorf("protocol: reading %d spliced bytes at %d: %w", len(buf), off, err)
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			off += int64(len(buf))
 		}
 	}
 	if len(bufs) > 0 {

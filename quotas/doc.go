@@ -1,5 +1,7 @@
-// Package quotas holds sluice's rate limits. So far that is Kafka's
-// replication throttle (KIP-73), the limit kafka-reassign-partitions.sh
+// Package quotas holds sluice's rate limits: client quotas (KIP-55, issue
+// 18; client.go holds the quotas in force and which one a client is held
+// to, mutation.go the controller_mutation_rate token buckets of KIP-599)
+// and Kafka's replication throttle (KIP-73), the limit kafka-reassign-partitions.sh
 // --throttle sets on the bytes moved to new replicas:
 //
 //   - the broker configs leader.replication.throttled.rate and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,15 @@ type Cluster struct {
 	// quorum and joinList are the controller.quorum.voters and
 	// gossip.join every node was started with; AddNode reuses them.
 	quorum, joinList string
-	overrides        []string // StartCluster's overrides
+	// listenerNames are the Kafka listeners every node opens, the first
+	// on the node's address (listenersOf).
+	listenerNames []string
+	overrides     []string // StartCluster's overrides
+	// base holds every node's data directory. It is the test's temp
+	// directory made before the cluster's close was registered, so the
+	// nodes stop before their files are removed (cleanups run last
+	// registered first).
+	base string
 }
 
 // clusterStartTimeout bounds the formation of a cluster: every node's
@@ -38,15 +47,18 @@ const clusterStartTimeout = 30 * time.Second
 // to elect a controller) with short timings: replica.lag.time.max.ms=1000
 // and no initial rebalance delay. overrides (key=value) apply to every node
 // and win over the cluster's own settings, except node.id, listeners and
-// the quorum and gossip addresses. Ports are reserved on 127.0.0.1 and the
-// whole cluster is started again on fresh ports if one was taken in
-// between.
+// the quorum and gossip addresses. A listeners override names the Kafka
+// listeners every node opens (their hosts and ports are replaced, the
+// first listener on the node's address; the names' protocols come from a
+// listener.security.protocol.map override); without one each node has a
+// PLAINTEXT listener. Ports are reserved on 127.0.0.1 and the whole
+// cluster is started again on fresh ports if one was taken in between.
 func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("sluicetest: StartCluster needs at least one node, got %d", n)
 	}
-	c := &Cluster{t: t}
+	c := &Cluster{t: t, base: t.TempDir()}
 	t.Cleanup(c.closeAll)
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
@@ -56,7 +68,7 @@ func StartCluster(t testing.TB, n int, overrides ...string) *Cluster {
 		// each other.
 		dirs := make([]string, n)
 		for i := range dirs {
-			dirs[i] = t.TempDir()
+			dirs[i] = c.nodeDir()
 		}
 		if err = c.tryStart(dirs, overrides); err == nil {
 			return c
@@ -93,9 +105,13 @@ func (c *Cluster) tryStart(dirs []string, overrides []string) error {
 	}
 	joinList := strings.Join(gossip, ",")
 	c.quorum, c.joinList, c.overrides = strings.Join(quorum, ","), joinList, overrides
+	c.listenerNames = listenerNamesOf(overrides)
 	c.nodes = make([]*Node, n)
 	for i := range n {
-		listeners := "PLAINTEXT://" + kafka[i]
+		listeners, err := listenersOf(c.listenerNames, kafka[i])
+		if err != nil {
+			return err
+		}
 		if i < voters {
 			listeners += ",CONTROLLER://" + raft[i]
 		}
@@ -150,14 +166,18 @@ func (c *Cluster) AddNode() *Node {
 			break
 		}
 		ovr := append([]string{"replica.lag.time.max.ms=1000", "group.initial.rebalance.delay.ms=0"}, c.overrides...)
+		var listeners string
+		if listeners, err = listenersOf(c.listenerNames, kafka[0]); err != nil {
+			break
+		}
 		ovr = append(ovr,
 			"node.id="+strconv.Itoa(id),
-			"listeners=PLAINTEXT://"+kafka[0],
+			"listeners="+listeners,
 			"controller.quorum.voters="+c.quorum,
 			"gossip.listener="+gossip[0],
 			"gossip.join="+c.joinList,
 		)
-		n := &Node{t: c.t, Dir: c.t.TempDir(), Overrides: ovr, addr: kafka[0], name: "node" + strconv.Itoa(id), gossipAddr: gossip[0]}
+		n := &Node{t: c.t, Dir: c.nodeDir(), Overrides: ovr, addr: kafka[0], name: "node" + strconv.Itoa(id), gossipAddr: gossip[0]}
 		if err = n.open(n.addr, clusterStartTimeout); err == nil {
 			c.nodes = append(c.nodes, n)
 			return n
@@ -168,6 +188,42 @@ func (c *Cluster) AddNode() *Node {
 	}
 	c.t.Fatalf("sluicetest: add node %d: %v", id, err)
 	return nil
+}
+
+// listenerNamesOf are the Kafka listener names of the last listeners
+// override (PLAINTEXT without one), controller listeners left out.
+func listenerNamesOf(overrides []string) []string {
+	names := []string{"PLAINTEXT"}
+	for _, o := range overrides {
+		v, ok := strings.CutPrefix(o, "listeners=")
+		if !ok {
+			continue
+		}
+		names = nil
+		for _, item := range strings.Split(v, ",") {
+			name, _, _ := strings.Cut(strings.TrimSpace(item), "://")
+			if name = strings.ToUpper(name); name != "" && name != "CONTROLLER" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// listenersOf is a node's listeners value: the first name on addr, the
+// others on fresh loopback ports.
+func listenersOf(names []string, addr string) (string, error) {
+	parts := []string{names[0] + "://" + addr}
+	if len(names) > 1 {
+		more, err := reservePorts(len(names)-1, false)
+		if err != nil {
+			return "", err
+		}
+		for i, name := range names[1:] {
+			parts = append(parts, name+"://"+more[i])
+		}
+	}
+	return strings.Join(parts, ","), nil
 }
 
 // reservePorts finds n free loopback ports (free for UDP too when udp is
@@ -204,6 +260,16 @@ func reservePorts(n int, udp bool) ([]string, error) {
 // closeAll stops every node cleanly, one at a time and the raft voters
 // last, so each stopping broker still finds a controller to hand its
 // leaderships to.
+// nodeDir makes a fresh data directory for a node under c.base.
+func (c *Cluster) nodeDir() string {
+	c.t.Helper()
+	d, err := os.MkdirTemp(c.base, "node")
+	if err != nil {
+		c.t.Fatalf("sluicetest: node data directory: %v", err)
+	}
+	return d
+}
+
 func (c *Cluster) closeAll() {
 	for i := len(c.nodes) - 1; i >= 0; i-- {
 		if n := c.nodes[i]; n != nil && n.Broker != nil {

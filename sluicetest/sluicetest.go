@@ -36,6 +36,11 @@ type Node struct {
 	// and raft links (Cluster.CutGossip, Cluster.CutRaft).
 	gossipAddr, raftAddr   string
 	gossipLinks, raftLinks links
+	// listenerAddrs are the addresses of the node's Kafka listeners
+	// besides the first (addr), by name, kept so a restart binds the
+	// same ports; a listener first started on port 0 keeps the port it
+	// got.
+	listenerAddrs map[string]string
 }
 
 // Start starts a single node with the given broker property overrides
@@ -83,21 +88,70 @@ func (n *Node) open(addr string, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// The other Kafka listeners come back on the ports they had.
+	others := map[string]net.Listener{}
+	closeOthers := func() {
+		for _, l := range others {
+			l.Close()
+		}
+	}
+	for name, a := range n.listenerAddrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			ln.Close()
+			closeOthers()
+			return fmt.Errorf("listen %s: %w", name, err)
+		}
+		others[name] = l
+	}
 	logger := slog.New(slog.NewTextHandler(testWriter{n.t}, &slog.HandlerOptions{Level: logLevel()}))
 	if n.name != "" {
 		logger = logger.With("test_node", n.name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln, Dial: n.links.dial,
+	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger, Listener: ln, Listeners: others, Dial: n.links.dial,
 		GossipAllowed: n.gossipLinks.allowed, RaftDial: n.raftLinks.dial})
 	if err != nil {
 		ln.Close()
+		closeOthers()
 		return fmt.Errorf("start broker: %w", err)
 	}
 	n.Broker = b
 	n.addr = b.Addr()
+	for _, l := range cfg.KafkaListeners()[1:] {
+		if n.listenerAddrs == nil {
+			n.listenerAddrs = map[string]string{}
+		}
+		n.listenerAddrs[l.Name] = b.ListenerAddr(l.Name)
+	}
 	return nil
+}
+
+// ListenerAddr is the address of the node's Kafka listener named name
+// (upper case), the first one's included.
+func (n *Node) ListenerAddr(name string) string {
+	if a := n.Broker.ListenerAddr(name); a != "" {
+		return a
+	}
+	return n.listenerAddrs[name]
+}
+
+// ClientOn returns a franz-go client seeded with the node's listener
+// named name, closed at the end of the test. A listener speaking TLS or
+// SASL needs the matching opts (kgo.DialTLSConfig, kgo.SASL).
+func (n *Node) ClientOn(name string, opts ...kgo.Opt) *kgo.Client {
+	n.t.Helper()
+	addr := n.ListenerAddr(name)
+	if addr == "" {
+		n.t.Fatalf("sluicetest: node has no listener %s", name)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		n.t.Fatalf("sluicetest: client: %v", err)
+	}
+	n.t.Cleanup(cl.Close)
+	return cl
 }
 
 // Addr is the node's Kafka listener address.

@@ -38,7 +38,9 @@ type Log interface {
 	Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error
 	// Read returns whole record batches of partition from the batch that
 	// holds offset, only below the high watermark, and the high watermark.
-	// The caller owns the returned bytes.
+	// Compressed batches (a compression.type set on the topic stores the
+	// coordinator's batches so) come back decompressed. The caller owns
+	// the returned bytes.
 	Read(ctx context.Context, partition int32, offset int64) (batches []byte, highWatermark int64, err error)
 }
 

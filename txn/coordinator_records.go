@@ -358,8 +358,8 @@ type logRecord struct {
 
 // scanBatches calls fn for each record of each uncompressed data batch in
 // data and returns the offset after the last whole batch (-1 if none).
-// Control batches and compressed batches (which no coordinator writes) are
-// skipped. A record whose framing cannot be read is handed to fn with err
+// Control batches and compressed batches (Log.Read hands them back
+// decompressed; one that did not decompress is left so) are skipped. A record whose framing cannot be read is handed to fn with err
 // set and ends its batch (the records after it cannot be found); the next
 // batch is read as usual, since the batch header says where it starts. A
 // batch header that cannot be read is an error: past it, no later batch

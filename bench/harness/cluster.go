@@ -24,8 +24,9 @@ type system interface {
 	name() string
 	// startCluster starts n nodes forming one cluster (every node a
 	// controller-quorum voter) under dir and returns once Metadata from
-	// every node lists all n brokers.
-	startCluster(ctx context.Context, dir string, n int) (*cluster, error)
+	// every node lists all n brokers. Its nodes' addresses and the
+	// cluster's opts are those of sec's client listener.
+	startCluster(ctx context.Context, dir string, n int, sec *security) (*cluster, error)
 	// startSingle prepares a one-node cluster with an empty data directory
 	// under dir and starts its process; it returns as soon as the process
 	// runs, before the broker serves, so the caller can time the start.
@@ -47,6 +48,9 @@ type node struct {
 // cluster is a running set of nodes of one system.
 type cluster struct {
 	nodes []*node
+	// opts are what a client needs besides its seeds to talk to the
+	// cluster: TLS and SASL under -security sasl_ssl, nothing otherwise.
+	opts []kgo.Opt
 }
 
 // addrs returns the client addresses of the nodes that run.
@@ -136,9 +140,10 @@ func poll(ctx context.Context, timeout, interval time.Duration, f func() error) 
 }
 
 // metadataFrom sends one Metadata request to the broker at addr itself
-// (all topics when none is named) and returns its answer.
-func metadataFrom(ctx context.Context, addr string, topics ...string) (*kmsg.MetadataResponse, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+// (all topics when none is named), with the client options opts (a
+// cluster's), and returns its answer.
+func metadataFrom(ctx context.Context, opts []kgo.Opt, addr string, topics ...string) (*kmsg.MetadataResponse, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +176,7 @@ func (c *cluster) waitFormed(ctx context.Context, timeout time.Duration) error {
 			if n.proc == nil {
 				continue
 			}
-			resp, err := metadataFrom(ctx, n.addr)
+			resp, err := metadataFrom(ctx, c.opts, n.addr)
 			if err != nil {
 				return fmt.Errorf("node %d: %w", n.id, err)
 			}
@@ -220,7 +225,7 @@ const isrStallTimeout = 5 * time.Minute
 // up after timeout, or once isrStallTimeout passes without progress;
 // partitions of the topics the node already knows count as progress while
 // it answers others with an error.
-func waitISRFull(ctx context.Context, addr string, want int, timeout time.Duration, topics ...string) error {
+func waitISRFull(ctx context.Context, opts []kgo.Opt, addr string, want int, timeout time.Duration, topics ...string) error {
 	best, bestAt := -1, time.Now()
 	var last error
 	return poll(ctx, timeout, 100*time.Millisecond, func() error {
@@ -228,7 +233,7 @@ func waitISRFull(ctx context.Context, addr string, want int, timeout time.Durati
 			return permanent{fmt.Errorf("stalled for %s at %d partitions with a full ISR (last: %v)", isrStallTimeout, max(best, 0), last)}
 		}
 		last = func() error {
-			resp, err := metadataFrom(ctx, addr, topics...)
+			resp, err := metadataFrom(ctx, opts, addr, topics...)
 			if err != nil {
 				return err
 			}
@@ -252,8 +257,8 @@ func waitISRFull(ctx context.Context, addr string, want int, timeout time.Durati
 
 // leaderOf returns the leader of partition 0 of topic as the node at addr
 // sees it.
-func leaderOf(ctx context.Context, addr, topic string) (int32, error) {
-	resp, err := metadataFrom(ctx, addr, topic)
+func leaderOf(ctx context.Context, opts []kgo.Opt, addr, topic string) (int32, error) {
+	resp, err := metadataFrom(ctx, opts, addr, topic)
 	if err != nil {
 		return -1, err
 	}
@@ -271,7 +276,7 @@ func leaderOf(ctx context.Context, addr, topic string) (int32, error) {
 // min.insync.replicas 2 (1 for a single node), and waits until the first
 // running node shows every partition with its full ISR.
 func createTopic(ctx context.Context, c *cluster, topic string, partitions int32, rf int16, timeout time.Duration) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...)}, c.opts...)...)
 	if err != nil {
 		return err
 	}
@@ -289,7 +294,7 @@ func createTopic(ctx context.Context, c *cluster, topic string, partitions int32
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return waitISRFull(ctx, c.addrs()[0], int(partitions), timeout, topic)
+	return waitISRFull(ctx, c.opts, c.addrs()[0], int(partitions), timeout, topic)
 }
 
 // others returns the running nodes other than skip.

@@ -19,6 +19,9 @@ import (
 // it starts real clusters. SLUICE_BENCH_SYSTEMS picks the systems (default
 // kafka,sluice: about a minute and a half on 2 cores, most of it Kafka's
 // JVMs starting, which keeps the Kafka half of the harness from rotting).
+// SLUICE_BENCH_SECURITY picks the -security modes (default plaintext;
+// plaintext,sasl_ssl runs each system twice, secured the second time, and
+// checks the secured runs' figures too).
 func TestSmoke(t *testing.T) {
 	if os.Getenv("SLUICE_BENCH_SMOKE") != "1" {
 		t.Skip("set SLUICE_BENCH_SMOKE=1 to run the harness's quick mode against real brokers")
@@ -27,8 +30,12 @@ func TestSmoke(t *testing.T) {
 	if systems == "" {
 		systems = "kafka,sluice"
 	}
+	modes := os.Getenv("SLUICE_BENCH_SECURITY")
+	if modes == "" {
+		modes = modePlaintext
+	}
 	chart := filepath.Join(t.TempDir(), "chart.png")
-	cfg, err := parseFlags([]string{"-quick", "-systems", systems, "-chart", chart})
+	cfg, err := parseFlags([]string{"-quick", "-systems", systems, "-security", modes, "-chart", chart})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,16 +53,24 @@ func TestSmoke(t *testing.T) {
 	for _, e := range res.errs {
 		t.Errorf("failed: %s", e)
 	}
+	var columns []string
 	for _, sys := range cfg.systems {
-		for _, m := range metrics {
-			if _, ok := res.get(m.key, sys); !ok {
-				t.Errorf("%s: no figure for %q", sys, m.key)
+		for _, mode := range cfg.security {
+			sec := &security{mode: mode}
+			columns = append(columns, columnName(sys, sec))
+			for _, m := range metrics {
+				if m.workload == "coldstart" && sec.secured() {
+					continue // plaintext only
+				}
+				if _, ok := res.get(m.key, columnName(sys, sec)); !ok {
+					t.Errorf("%s: no figure for %q", columnName(sys, sec), m.key)
+				}
 			}
 		}
 	}
 	// The bytes-on-disk check (landed.go) ran after every workload that
 	// produces, and agreed; a disagreement is also in res.errs.
-	for _, sys := range cfg.systems {
+	for _, sys := range columns {
 		for _, w := range []string{landedProduce, landedLatency, landedConsume} {
 			n := 0
 			for _, row := range res.bytes {
@@ -134,5 +149,56 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := median([]time.Duration{3, 1, 2, 10}); got != 2 {
 		t.Errorf("median = %v, want 2", got)
+	}
+}
+
+// TestSecurityFlag checks -security's parsing and what sasl_ssl gives both
+// systems: one SASL_SSL listener for clients and replication, TLS from
+// the certificates it wrote, SCRAM-SHA-512 with the brokers' login, and
+// Kafka's users added at format time.
+func TestSecurityFlag(t *testing.T) {
+	cfg, err := parseFlags([]string{"-security", "plaintext, SASL_SSL,plaintext"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.security, ","); got != "plaintext,sasl_ssl" {
+		t.Errorf("-security: got %s", got)
+	}
+	if cfg, _ := parseFlags(nil); strings.Join(cfg.security, ",") != "plaintext" {
+		t.Errorf("default -security: got %v", cfg.security)
+	}
+	if _, err := parseFlags([]string{"-security", "ssl"}); err == nil {
+		t.Error("-security ssl accepted")
+	}
+
+	sec, err := newSecurity(modeSASLSSL, filepath.Join(t.TempDir(), "certs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := kafkaNode{id: 1, client: 9092, ctrlPort: 9093}.properties("1@127.0.0.1:9093", "/data", sec)
+	for _, want := range []string{
+		"listeners=SASL_SSL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n",
+		"advertised.listeners=SASL_SSL://127.0.0.1:9092\n",
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL\n",
+		"inter.broker.listener.name=SASL_SSL\n",
+		"sasl.enabled.mechanisms=SCRAM-SHA-512\n",
+		"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n",
+		`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";` + "\n",
+		"ssl.keystore.location=" + sec.certs.Server.P12File + "\n",
+		"ssl.truststore.location=" + sec.certs.TruststoreP12 + "\n",
+	} {
+		if !strings.Contains(props, want) {
+			t.Errorf("server.properties lacks %q:\n%s", want, props)
+		}
+	}
+	if got := strings.Join(sec.kafkaScramArgs(), " "); got != "--add-scram SCRAM-SHA-512=[name=broker,iterations=4096,password=broker-secret] --add-scram SCRAM-SHA-512=[name=bench,iterations=4096,password=bench-secret]" {
+		t.Errorf("format arguments: %s", got)
+	}
+	if len(sec.clientOpts()) != 2 {
+		t.Errorf("client options: %d, want TLS and SASL", len(sec.clientOpts()))
+	}
+	plain := kafkaNode{id: 1, client: 9092, ctrlPort: 9093}.properties("1@127.0.0.1:9093", "/data", nil)
+	if !strings.Contains(plain, "listeners=PLAINTEXT://127.0.0.1:9092,") || strings.Contains(plain, "sasl") || strings.Contains(plain, "ssl.") {
+		t.Errorf("plaintext server.properties:\n%s", plain)
 	}
 }

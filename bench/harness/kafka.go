@@ -41,33 +41,36 @@ type kafkaNode struct {
 	client, ctrlPort int
 }
 
-// properties returns node's server.properties.
-func (kn kafkaNode) properties(voters, logDir string) string {
-	return strings.Join([]string{
+// properties returns node's server.properties in security mode sec:
+// one client listener, named for its protocol (PLAINTEXT or SASL_SSL),
+// that the brokers replicate over too.
+func (kn kafkaNode) properties(voters, logDir string, sec *security) string {
+	l := sec.listenerName()
+	return strings.Join(append([]string{
 		"process.roles=broker,controller",
 		fmt.Sprintf("node.id=%d", kn.id),
 		"controller.quorum.voters=" + voters,
-		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", kn.client, kn.ctrlPort),
-		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", kn.client),
+		fmt.Sprintf("listeners=%s://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", l, kn.client, kn.ctrlPort),
+		fmt.Sprintf("advertised.listeners=%s://127.0.0.1:%d", l, kn.client),
 		"controller.listener.names=CONTROLLER",
-		"inter.broker.listener.name=PLAINTEXT",
-		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		fmt.Sprintf("listener.security.protocol.map=CONTROLLER:PLAINTEXT,%s:%s", l, l),
 		"log.dirs=" + logDir,
-	}, "\n") + "\n"
+	}, sec.brokerProperties()...), "\n") + "\n"
 }
 
 // prepare writes the node's server.properties under nodeDir, formats its log
-// dir for clusterID and returns the node, not yet started.
-func (k *kafkaSystem) prepare(ctx context.Context, nodeDir, clusterID, voters string, kn kafkaNode) (*node, error) {
+// dir for clusterID (with the SCRAM users of sec) and returns the node, not
+// yet started.
+func (k *kafkaSystem) prepare(ctx context.Context, nodeDir, clusterID, voters string, kn kafkaNode, sec *security) (*node, error) {
 	logDir := filepath.Join(nodeDir, "data")
 	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 		return nil, err
 	}
 	propsPath := filepath.Join(nodeDir, "server.properties")
-	if err := os.WriteFile(propsPath, []byte(kn.properties(voters, logDir)), 0o644); err != nil {
+	if err := os.WriteFile(propsPath, []byte(kn.properties(voters, logDir, sec)), 0o600); err != nil {
 		return nil, err
 	}
-	format := exec.CommandContext(ctx, k.script("kafka-storage.sh"), "format", "-t", clusterID, "-c", propsPath)
+	format := exec.CommandContext(ctx, k.script("kafka-storage.sh"), append([]string{"format", "-t", clusterID, "-c", propsPath}, sec.kafkaScramArgs()...)...)
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kafka-storage.sh format for node %d: %w\n%s", kn.id, err, out)
 	}
@@ -109,19 +112,19 @@ func newClusterID() string {
 	}
 }
 
-func (k *kafkaSystem) startCluster(ctx context.Context, dir string, n int) (*cluster, error) {
+func (k *kafkaSystem) startCluster(ctx context.Context, dir string, n int, sec *security) (*cluster, error) {
 	layout, voters, err := kafkaLayout(n)
 	if err != nil {
 		return nil, err
 	}
 	clusterID := newClusterID()
-	c := &cluster{nodes: make([]*node, n)}
+	c := &cluster{nodes: make([]*node, n), opts: sec.clientOpts()}
 	// Formatting is a JVM start each; do the nodes side by side.
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, kn := range layout {
 		wg.Go(func() {
-			c.nodes[i], errs[i] = k.prepare(ctx, filepath.Join(dir, fmt.Sprintf("node-%d", kn.id)), clusterID, voters, kn)
+			c.nodes[i], errs[i] = k.prepare(ctx, filepath.Join(dir, fmt.Sprintf("node-%d", kn.id)), clusterID, voters, kn, sec)
 		})
 	}
 	wg.Wait()
@@ -134,7 +137,9 @@ func (k *kafkaSystem) startCluster(ctx context.Context, dir string, n int) (*clu
 			return nil, err
 		}
 	}
-	if err := c.waitFormed(ctx, 3*time.Minute); err != nil {
+	// Three JVMs starting on 2 cores that other work shares took over 3
+	// minutes to serve a SASL_SSL listener (TLS and SCRAM set up too).
+	if err := c.waitFormed(ctx, 5*time.Minute); err != nil {
 		c.stop(30 * time.Second)
 		return nil, fmt.Errorf("kafka cluster did not form: %w", err)
 	}
@@ -146,7 +151,7 @@ func (k *kafkaSystem) startSingle(ctx context.Context, dir string) (*node, error
 	if err != nil {
 		return nil, err
 	}
-	nd, err := k.prepare(ctx, dir, newClusterID(), voters, layout[0])
+	nd, err := k.prepare(ctx, dir, newClusterID(), voters, layout[0], nil)
 	if err != nil {
 		return nil, err
 	}

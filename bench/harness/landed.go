@@ -167,7 +167,7 @@ func (r *runner) checkLanded(ctx context.Context, workload, topic string, record
 		return nil
 	})
 	row := bytesRow{
-		system: r.sys.name(), workload: workload, topic: topic,
+		system: r.name(), workload: workload, topic: topic,
 		records: got.records, batches: got.batches,
 		values: got.records * int64(r.cfg.recordSize),
 		sent:   got.uncompressed + batchHeaderBytes*got.batches,

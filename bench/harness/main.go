@@ -22,8 +22,11 @@
 // failed.
 //
 //	go run ./bench/harness                     # everything, both systems (~16 min on 2 cores others share)
-//	go run ./bench/harness -quick              # a smoke run of everything (~1.5 min, most of it Kafka's JVMs)
+//	go run ./bench/harness -quick              # a smoke run of everything (~2 min, most of it Kafka's JVMs)
 //	go run ./bench/harness -systems sluice -workloads produce -sluice-cpu-profile /tmp/prof
+//	go run ./bench/harness -workloads clean    # the log cleaner, both systems (~3 min)
+//	go run ./bench/harness -workloads produce,consume -security plaintext,sasl_ssl
+//	                                           # what TLS and SCRAM cost (issue 19), both systems
 //
 // Kafka runs first: workload 2 loads both systems at half of the producer
 // throughput Kafka reached in workload 1 (without Kafka in the run it uses
@@ -47,6 +50,20 @@
 //	failover  5: kill -9 of partition 0's leader to the next acknowledged
 //	          produce, median of -failover-runs; the node is restarted and
 //	          every ISR is full again before the next run.
+//	clean     9 (issue 17, acceptance 5): the log cleaner. -clean-mib MiB of
+//	          keyed records (-clean-keys keys, one in ten a tombstone, the
+//	          same records in the same order on both systems) into a
+//	          compacted topic of one partition at RF 1 with 8 MiB segments,
+//	          the cleaner held off by min.compaction.lag.ms until all are
+//	          written; then the lag drops to 0 and the cleaner (broker
+//	          defaults) cleans below the active segment. Before that, the
+//	          same with -clean-warmup-mib in a topic of its own, untimed
+//	          (a JVM compiles the cleaner's hot paths; sluice gets the
+//	          same). MiB/s cleaned is
+//	          what each broker's log says its passes read over their time;
+//	          peak RSS is the cleaning node's VmHWM, reset just before. The
+//	          partition is then read back and checked record by record
+//	          (workload_clean.go).
 //	scale     8: -scale-partitions partitions at RF 3 (topics of 1,000): time
 //	          to create them (until every node shows every ISR full), the
 //	          cluster's CPU while idle over -idle-window, and the time from
@@ -55,6 +72,14 @@
 //	          acknowledged produce (topic creation included), median of
 //	          -coldstart-runs. Kafka's kafka-storage.sh format runs before
 //	          its process starts and is not counted.
+//
+// -security runs every system once per mode, each on a cluster of its
+// own: plaintext (the default) and sasl_ssl, where clients and the
+// brokers' replication go over a SASL_SSL listener with SCRAM-SHA-512
+// (security.go says how each system is set up). The main table is
+// plaintext's; with sasl_ssl a second table puts each figure over both
+// protocols side by side, with the cost as a ratio. Cold start (6) runs
+// in plaintext only.
 //
 // Latency percentiles are exact: every sample is kept and sorted (a few
 // hundred thousand durations), so no histogram library is needed.
@@ -99,6 +124,9 @@ type config struct {
 	failoverRuns    int
 	coldStartRuns   int
 	scalePartitions int
+	cleanMiB        int64
+	cleanWarmupMiB  int64
+	cleanKeys       int
 	idleWindow      time.Duration
 	settle          time.Duration
 	workDir         string
@@ -111,6 +139,9 @@ type config struct {
 	// it changes what the client and the brokers spend on the codec, not
 	// the bytes that reach the disks.
 	compression string
+	// security are the modes each system runs in, one cluster each, in
+	// this order: plaintext and/or sasl_ssl (security.go).
+	security []string
 }
 
 // quickValues replace the defaults of the flags a -quick run does not set.
@@ -123,6 +154,9 @@ var quickValues = map[string]string{
 	"failover-runs":    "1",
 	"coldstart-runs":   "1",
 	"scale-partitions": "300",
+	"clean-mib":        "32",
+	"clean-warmup-mib": "0",
+	"clean-keys":       "2000",
 	"idle-window":      "3s",
 	"settle":           "1s",
 }
@@ -131,6 +165,7 @@ func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
 	cfg := &config{}
 	systems := fs.String("systems", "kafka,sluice", "systems to run, in this order: kafka, sluice or both")
+	securityFlag := fs.String("security", modePlaintext, "security modes to run each system in, in this order: plaintext, sasl_ssl or both (sasl_ssl: clients and brokers over TLS with SCRAM-SHA-512; see the security table)")
 	workloads := fs.String("workloads", "all", "workloads to run: all or a comma list of "+strings.Join(workloadNames, ", "))
 	fs.BoolVar(&cfg.quick, "quick", false, "smoke mode: short durations and small volumes (every flag below that is not set)")
 	fs.IntVar(&cfg.recordSize, "record-size", 1024, "record value size in bytes")
@@ -144,6 +179,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.failoverRuns, "failover-runs", 5, "workload 5: kills to time")
 	fs.IntVar(&cfg.coldStartRuns, "coldstart-runs", 3, "workload 6: starts to time")
 	fs.IntVar(&cfg.scalePartitions, "scale-partitions", 10_000, "workload 8: partitions of the topic")
+	fs.Int64Var(&cfg.cleanMiB, "clean-mib", 1024, "workload 9: MiB of keyed records (values and tombstones) to write to the compacted topic and clean")
+	fs.Int64Var(&cfg.cleanWarmupMiB, "clean-warmup-mib", 128, "workload 9: MiB of the same kind cleaned first, untimed, in a topic of their own (a JVM compiles its hot paths; 0: none)")
+	fs.IntVar(&cfg.cleanKeys, "clean-keys", 100_000, "workload 9: how many distinct keys the records overwrite")
 	fs.DurationVar(&cfg.idleWindow, "idle-window", 20*time.Second, "workload 8: how long to measure idle CPU")
 	fs.DurationVar(&cfg.settle, "settle", 5*time.Second, "quiet time before idle measurements")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for data dirs and broker logs (default: a new temporary directory)")
@@ -177,6 +215,14 @@ func parseFlags(args []string) (*config, error) {
 		}
 		if !slices.Contains(cfg.systems, s) {
 			cfg.systems = append(cfg.systems, s)
+		}
+	}
+	for _, m := range strings.Split(*securityFlag, ",") {
+		if m = strings.ToLower(strings.TrimSpace(m)); !slices.Contains(securityModes, m) {
+			return nil, fmt.Errorf("-security: unknown mode %q (want %s)", m, strings.Join(securityModes, ", "))
+		}
+		if !slices.Contains(cfg.security, m) {
+			cfg.security = append(cfg.security, m)
 		}
 	}
 	cfg.workloads = map[string]bool{}
@@ -280,23 +326,37 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*results, error) {
 		}
 	}
 
+	var modes []*security
+	for _, m := range cfg.security {
+		sec, err := newSecurity(m, certDir(workDir, m))
+		if err != nil {
+			return nil, err
+		}
+		modes = append(modes, sec)
+	}
+
 	res := newResults()
+	res.modes = cfg.security
 	// Both systems are sent the same values in the same order.
 	values := newValuePool(cfg.recordSize)
 	for _, sys := range systems {
-		if ctx.Err() != nil {
-			break
-		}
-		values.next.Store(0)
-		r := &runner{cfg: cfg, sys: sys, res: res, values: values, dir: workDir + "/" + sys.name(), logf: func(format string, args ...any) {
-			logf("[%s] %s", sys.name(), fmt.Sprintf(format, args...))
-		}}
-		start := time.Now()
-		r.runAll(ctx)
-		r.logf("done in %s", time.Since(start).Round(time.Second))
-		if !cfg.keep {
-			// The next system starts on an empty disk.
-			os.RemoveAll(r.dir)
+		for _, sec := range modes {
+			if ctx.Err() != nil {
+				break
+			}
+			values.next.Store(0)
+			r := &runner{cfg: cfg, sys: sys, sec: sec, res: res, values: values}
+			r.dir = workDir + "/" + strings.ReplaceAll(r.name(), " ", "-")
+			r.logf = func(format string, args ...any) {
+				logf("[%s] %s", r.name(), fmt.Sprintf(format, args...))
+			}
+			start := time.Now()
+			r.runAll(ctx)
+			r.logf("done in %s", time.Since(start).Round(time.Second))
+			if !cfg.keep {
+				// The next system starts on an empty disk.
+				os.RemoveAll(r.dir)
+			}
 		}
 	}
 	return res, ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -22,8 +23,10 @@ type metric struct {
 	goal         float64 // 0: no goal for this row
 }
 
-// metrics are the rows, in the issue's order. MiB are 2^20 bytes of record
-// values (record and batch overheads not counted).
+// metrics are the rows, in the issue's order (issue 8's workloads 1 to 8;
+// 9 is issue 17's acceptance 5, the log cleaner). MiB are 2^20 bytes of
+// record values (record and batch overheads not counted), except in row
+// 9's throughput: bytes of the segments the cleaner read.
 var metrics = []metric{
 	{"produce_mibs", "produce", "1 producer throughput", "MiB/s", true, 1.5},
 	{"latency_p50", "latency", "2 produce latency p50", "ms", false, 0},
@@ -39,10 +42,12 @@ var metrics = []metric{
 	{"scale_create_s", "scale", "8 create %d partitions", "s", false, 1.0},
 	{"scale_idle_cpu", "scale", "8 idle CPU, %d partitions, 3 nodes", "% core", false, 0},
 	{"scale_isr_s", "scale", "8 restart to full ISRs", "s", false, 1.0},
+	{"clean_mibs", "clean", "9 log cleaner throughput", "MiB/s", true, 0},
+	{"clean_rss_mib", "clean", "9 peak RSS while cleaning", "MiB", false, 0},
 }
 
 // workloadNames are the values -workloads accepts, in the order they run.
-var workloadNames = []string{"memory", "produce", "latency", "consume", "e2e", "failover", "scale", "coldstart"}
+var workloadNames = []string{"memory", "produce", "latency", "consume", "e2e", "failover", "clean", "scale", "coldstart"}
 
 // results collects the figures of one harness run. It is safe for
 // concurrent use.
@@ -52,6 +57,8 @@ type results struct {
 	errs   []string                      // workloads that failed, with why
 	notes  []string                      // details worth keeping with the table
 	bytes  []bytesRow                    // the bytes-on-disk check of each produce workload
+	clean  []cleanRow                    // workload 9's details, per system
+	modes  []string                      // the -security modes that ran
 }
 
 func newResults() *results {
@@ -173,7 +180,9 @@ func (r *results) writeTable(w io.Writer, ran map[string]bool, scalePartitions i
 		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", rowLabel(m, scalePartitions), m.unit, cell("kafka"), cell("sluice"), ratio, goal)
 	}
 	tw.Flush()
+	r.writeSecurityTable(w, ran, scalePartitions)
 	r.writeBytesTable(w)
+	r.writeCleanTable(w)
 	fmt.Fprintln(w)
 	for _, n := range r.notes {
 		fmt.Fprintln(w, "note:", n)
@@ -193,4 +202,44 @@ func formatValue(v float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// writeSecurityTable prints, when a secured mode ran, each figure of the
+// workloads that ran over PLAINTEXT and over SASL_SSL for both systems,
+// the cost of SASL_SSL as the ratio SASL_SSL / PLAINTEXT for each (above
+// 1 is more of the unit), and sluice / Kafka over SASL_SSL. Cold start
+// runs in plaintext only and has no row.
+func (r *results) writeSecurityTable(w io.Writer, ran map[string]bool, scalePartitions int) {
+	if !slices.Contains(r.modes, modeSASLSSL) {
+		return
+	}
+	secured := func(system string) string { return system + " " + modeSASLSSL }
+	cell := func(key, column string) string {
+		if v, ok := r.get(key, column); ok {
+			return formatValue(v)
+		}
+		return "—"
+	}
+	quot := func(key, num, den string) string {
+		n, ok1 := r.get(key, num)
+		d, ok2 := r.get(key, den)
+		if !ok1 || !ok2 || d == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", n/d)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "| workload\t| unit\t| Kafka PLAINTEXT\t| Kafka SASL_SSL\t| Kafka SASL_SSL / PLAINTEXT\t| sluice PLAINTEXT\t| sluice SASL_SSL\t| sluice SASL_SSL / PLAINTEXT\t| sluice / Kafka, SASL_SSL\t|")
+	fmt.Fprintln(tw, "|---\t|---\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|--:\t|")
+	for _, m := range metrics {
+		if !ran[m.workload] || m.workload == "coldstart" {
+			continue
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", rowLabel(m, scalePartitions), m.unit,
+			cell(m.key, "kafka"), cell(m.key, secured("kafka")), quot(m.key, secured("kafka"), "kafka"),
+			cell(m.key, "sluice"), cell(m.key, secured("sluice")), quot(m.key, secured("sluice"), "sluice"),
+			quot(m.key, secured("sluice"), secured("kafka")))
+	}
+	tw.Flush()
 }

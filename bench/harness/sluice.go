@@ -7,12 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // sluiceSystem starts nodes of the sluice binary bin, as the README's
 // three-node recipe does: per node a PLAINTEXT and a CONTROLLER listener,
 // every node a raft voter, serf gossip on its own port with every node's
-// gossip address as seeds. Everything else is sluice's defaults.
+// gossip address as seeds. Everything else is sluice's defaults. Under
+// -security sasl_ssl the PLAINTEXT listener is a SASL_SSL one, with a
+// PLAINTEXT bootstrap listener besides (security.go).
 type sluiceSystem struct {
 	bin string
 	// cpuProfileDir, when set, makes every cluster node write a CPU profile
@@ -23,36 +28,60 @@ type sluiceSystem struct {
 
 func (s *sluiceSystem) name() string { return "sluice" }
 
-func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int) (*cluster, error) {
-	ports, err := freePorts(3 * n)
+func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec *security) (*cluster, error) {
+	// Per node: the client listener, raft, gossip and, under SASL_SSL, the
+	// bootstrap listener (security.go).
+	per := 3
+	if sec.secured() {
+		per = 4
+	}
+	ports, err := freePorts(per * n)
 	if err != nil {
 		return nil, err
 	}
 	addr := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
 	var voters, gossip []string
 	for i := range n {
-		voters = append(voters, fmt.Sprintf("%d@%s", i+1, addr(ports[3*i+1])))
-		gossip = append(gossip, addr(ports[3*i+2]))
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, addr(ports[per*i+1])))
+		gossip = append(gossip, addr(ports[per*i+2]))
 	}
-	c := &cluster{}
+	c := &cluster{opts: sec.clientOpts()}
+	var bootstrap []string
+	l := sec.listenerName()
 	for i := range n {
 		id := int32(i + 1)
 		nodeDir := filepath.Join(dir, fmt.Sprintf("node-%d", id))
 		if err := os.MkdirAll(filepath.Join(nodeDir, "data"), 0o755); err != nil {
 			return nil, err
 		}
+		listeners := fmt.Sprintf("%s://%s,CONTROLLER://%s", l, addr(ports[per*i]), addr(ports[per*i+1]))
+		protoMap := fmt.Sprintf("CONTROLLER:PLAINTEXT,%s:%s,%s:PLAINTEXT", l, l, bootstrapName)
+		if sec.secured() {
+			listeners += fmt.Sprintf(",%s://%s", bootstrapName, addr(ports[per*i+3]))
+			bootstrap = append(bootstrap, addr(ports[per*i+3]))
+		}
 		args := []string{
 			"--override", fmt.Sprintf("node.id=%d", id),
 			"--override", "log.dirs=" + filepath.Join(nodeDir, "data"),
-			"--override", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", addr(ports[3*i]), addr(ports[3*i+1])),
+			"--override", "listeners=" + listeners,
 			"--override", "controller.quorum.voters=" + strings.Join(voters, ","),
-			"--override", "gossip.listener=" + addr(ports[3*i+2]),
+			"--override", "gossip.listener=" + addr(ports[per*i+2]),
 			"--override", "gossip.join=" + strings.Join(gossip, ","),
 		}
-		if s.cpuProfileDir != "" {
-			args = append(args, "--cpu-profile", filepath.Join(s.cpuProfileDir, fmt.Sprintf("node-%d.prof", id)))
+		if sec.secured() {
+			args = append(args, "--override", "listener.security.protocol.map="+protoMap)
+			for _, p := range sec.brokerProperties() {
+				args = append(args, "--override", p)
+			}
 		}
-		nd := &node{id: id, addr: addr(ports[3*i]), dataDir: filepath.Join(nodeDir, "data")}
+		if s.cpuProfileDir != "" {
+			prof := fmt.Sprintf("node-%d.prof", id)
+			if sec.secured() {
+				prof = fmt.Sprintf("node-%d-%s.prof", id, sec.mode)
+			}
+			args = append(args, "--cpu-profile", filepath.Join(s.cpuProfileDir, prof))
+		}
+		nd := &node{id: id, addr: addr(ports[per*i]), dataDir: filepath.Join(nodeDir, "data")}
 		nd.spawn = func() (*proc, error) {
 			return spawn(s.bin, args, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
 		}
@@ -61,6 +90,12 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int) (*cl
 			return nil, err
 		}
 		c.nodes = append(c.nodes, nd)
+	}
+	if sec.secured() {
+		if err := createScramUsers(ctx, bootstrap, 2*time.Minute); err != nil {
+			c.stop(10 * time.Second)
+			return nil, fmt.Errorf("sluice SCRAM users: %w", err)
+		}
 	}
 	if err := c.waitFormed(ctx, 2*time.Minute); err != nil {
 		c.stop(10 * time.Second)
@@ -86,4 +121,29 @@ func (s *sluiceSystem) startSingle(ctx context.Context, dir string) (*node, erro
 		return spawn(s.bin, args, nil, dir, filepath.Join(dir, "broker.log"))
 	}
 	return nd, nd.restart()
+}
+
+// createScramUsers creates sasl_ssl's SCRAM-SHA-512 users through the
+// nodes' PLAINTEXT bootstrap listeners (security.go), retrying until the
+// cluster has a controller to write them.
+func createScramUsers(ctx context.Context, bootstrap []string, timeout time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var users []kadm.UpsertSCRAM
+	for _, u := range [][2]string{{brokerUser, brokerPassword}, {clientUser, clientPassword}} {
+		users = append(users, kadm.UpsertSCRAM{User: u[0], Mechanism: kadm.ScramSha512, Iterations: scramIterations, Password: u[1]})
+	}
+	return poll(ctx, timeout, 200*time.Millisecond, func() error {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := adm.AlterUserSCRAMs(rctx, nil, users)
+		if err == nil {
+			err = resp.Error()
+		}
+		return err
+	})
 }

@@ -69,7 +69,7 @@ func (r *runner) consumeThroughput(ctx context.Context) error {
 	}
 	elapsed := time.Since(start)
 	r.set("consume_mibs", float64(gotBytes)/(1<<20)/elapsed.Seconds())
-	r.res.note("%s workload 3 read %.0f MiB in %s", r.sys.name(), float64(gotBytes)/(1<<20), elapsed.Round(time.Millisecond))
+	r.res.note("%s workload 3 read %.0f MiB in %s", r.name(), float64(gotBytes)/(1<<20), elapsed.Round(time.Millisecond))
 	return nil
 }
 

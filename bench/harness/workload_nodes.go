@@ -55,7 +55,7 @@ func (r *runner) failoverOnce(ctx context.Context) (time.Duration, error) {
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: r.values.value()}).FirstErr(); err != nil {
 		return 0, fmt.Errorf("produce before the kill: %w", err)
 	}
-	leader, err := leaderOf(ctx, r.c.addrs()[0], failoverTopic)
+	leader, err := leaderOf(ctx, r.c.opts, r.c.addrs()[0], failoverTopic)
 	if err != nil {
 		return 0, err
 	}
@@ -98,7 +98,7 @@ func (r *runner) waitRecovered(ctx context.Context, nd *node, want int, topics .
 	if len(others) == 0 {
 		return errors.New("no other node runs")
 	}
-	if err := waitISRFull(ctx, others[0].addr, want, recoverTimeout, topics...); err != nil {
+	if err := waitISRFull(ctx, r.c.opts, others[0].addr, want, recoverTimeout, topics...); err != nil {
 		return fmt.Errorf("ISRs after node %d restarted: %w", nd.id, err)
 	}
 	return nil
@@ -137,14 +137,14 @@ func (r *runner) scale(ctx context.Context) error {
 	}
 	cl.Close()
 	for _, nd := range r.c.nodes {
-		if err := waitISRFull(ctx, nd.addr, n, recoverTimeout, topics...); err != nil {
+		if err := waitISRFull(ctx, r.c.opts, nd.addr, n, recoverTimeout, topics...); err != nil {
 			return fmt.Errorf("node %d after creating %d partitions: %w", nd.id, n, err)
 		}
 	}
 	r.set("scale_create_s", time.Since(start).Seconds())
 	for _, nd := range r.c.nodes {
 		if open, limit, err := nd.proc.openFiles(); err == nil {
-			r.res.note("%s workload 8: node %d holds %d open files with %d partitions (limit %d)", r.sys.name(), nd.id, open, n, limit)
+			r.res.note("%s workload 8: node %d holds %d open files with %d partitions (limit %d)", r.name(), nd.id, open, n, limit)
 		}
 	}
 
@@ -182,10 +182,10 @@ func (r *runner) scale(ctx context.Context) error {
 		return err
 	}
 	r.res.note("%s workload 8: node %d's controlled shutdown with %d partitions took %s",
-		r.sys.name(), nd.id, n, time.Since(stopStart).Round(time.Millisecond))
+		r.name(), nd.id, n, time.Since(stopStart).Round(time.Millisecond))
 	others := r.c.others(nd.id)
-	if err := waitOutOfISR(ctx, others[0].addr, nd.id, topics...); err != nil {
-		r.res.note("%s workload 8: the stopped node stayed in some ISRs (%v); restarted anyway", r.sys.name(), err)
+	if err := waitOutOfISR(ctx, r.c.opts, others[0].addr, nd.id, topics...); err != nil {
+		r.res.note("%s workload 8: the stopped node stayed in some ISRs (%v); restarted anyway", r.name(), err)
 	}
 	if err := nd.restart(); err != nil {
 		return err
@@ -219,9 +219,9 @@ func scaleTopics(n int) ([]string, []int32) {
 
 // waitOutOfISR waits up to two minutes until the node at addr shows broker
 // id in no ISR of topics.
-func waitOutOfISR(ctx context.Context, addr string, id int32, topics ...string) error {
+func waitOutOfISR(ctx context.Context, opts []kgo.Opt, addr string, id int32, topics ...string) error {
 	return poll(ctx, 2*time.Minute, 200*time.Millisecond, func() error {
-		resp, err := metadataFrom(ctx, addr, topics...)
+		resp, err := metadataFrom(ctx, opts, addr, topics...)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func (r *runner) idleMemory(ctx context.Context) error {
 // peakMemory records workload 7's peak figure: each node's VmHWM, read
 // right after workload 1.
 func (r *runner) peakMemory(context.Context) error {
-	if _, ok := r.res.get("produce_mibs", r.sys.name()); !ok {
+	if _, ok := r.res.get("produce_mibs", r.name()); !ok {
 		return errors.New("workload 1 did not run to completion")
 	}
 	return r.memory("rss_peak_mib", "peak RSS", func(_, peak int64) int64 { return peak })
@@ -47,7 +47,7 @@ func (r *runner) memory(key, what string, pick func(rss, peak int64) int64) erro
 		each = append(each, fmt.Sprintf("%.0f", float64(v)/(1<<20)))
 	}
 	r.set(key, float64(largest)/(1<<20))
-	r.res.note("%s %s per node: %s MiB", r.sys.name(), what, strings.Join(each, " / "))
+	r.res.note("%s %s per node: %s MiB", r.name(), what, strings.Join(each, " / "))
 	return nil
 }
 
@@ -128,14 +128,14 @@ func (r *runner) produceLatency(ctx context.Context) error {
 	case r.kafkaRate() > 0:
 		rate = r.kafkaRate() / 2
 	default:
-		mibs, ok := r.res.get("produce_mibs", r.sys.name())
+		mibs, ok := r.res.get("produce_mibs", r.name())
 		if !ok {
 			return errors.New("no rate: give -rate, or run workload 1 (on Kafka) first")
 		}
 		rate = mibs * (1 << 20) / float64(r.cfg.recordSize) / 2
-		r.res.note("%s workload 2 ran at half of its own workload 1 rate (Kafka's was not measured)", r.sys.name())
+		r.res.note("%s workload 2 ran at half of its own workload 1 rate (Kafka's was not measured)", r.name())
 	}
-	r.res.note("%s workload 2 rate: %.0f records/s (%.1f MiB/s)", r.sys.name(), rate, r.mib(int64(rate)))
+	r.res.note("%s workload 2 rate: %.0f records/s (%.1f MiB/s)", r.name(), rate, r.mib(int64(rate)))
 	total := int(rate * r.cfg.latencyTime.Seconds())
 	if total < 1 {
 		return fmt.Errorf("rate %.1f records/s for %s is no record", rate, r.cfg.latencyTime)

@@ -404,7 +404,15 @@ func TestMaxConnectionsFloodKeepsReplication(t *testing.T) {
 	})
 	// The producer connects before the flood, so that only the follower's
 	// fetcher needs a new connection to the leader once the flood is on.
-	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	// It too passes for a peer: a client connection it would be the least
+	// recently active one (its last request came before the flood), so
+	// the broker would close it to admit the fetcher, and a client
+	// reconnecting at the limit is refused until a flood connection goes
+	// idle (connections.max.idle.ms); its records would wait that long,
+	// as CI once saw (the test ran out of time after 391 s). A delivery
+	// timeout turns any such wait into an error instead of a hang.
+	prod := c.client(kgo.ClientID("sluice-replica-fetcher-producer"), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(waitTimeout))
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before the flood")}).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}

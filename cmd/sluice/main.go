@@ -66,6 +66,7 @@ func run(start time.Time, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	warnWorldReadableSecrets(logger, *configPath)
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

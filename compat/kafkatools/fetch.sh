@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# compat/kafkatools/fetch.sh: put Apache Kafka's tool jars in a cache outside
-# the repository, for the launchers in compat/bin/.
+# compat/kafkatools/fetch.sh [VERSION]: put Apache Kafka's tool jars in a
+# cache outside the repository, for the launchers in compat/bin/.
 #
-# Runs `mvn dependency:copy-dependencies` on compat/kafkatools/pom.xml (Kafka
-# 4.1.1's kafka_2.13 and kafka-tools with their runtime dependencies, from
-# Maven Central or whatever mirror ~/.m2/settings.xml names) into
+# Without VERSION (or with 4.1.1) it runs `mvn dependency:copy-dependencies`
+# on compat/kafkatools/pom.xml (Kafka 4.1.1's kafka_2.13 and kafka-tools with
+# their runtime dependencies, from Maven Central or whatever mirror
+# ~/.m2/settings.xml names) into
 #
 #   $SLUICE_KAFKA_LIBS, default ${XDG_CACHE_HOME:-$HOME/.cache}/sluice/kafka-4.1.1/libs
+#
+# With another VERSION (4.4.0: the kafka-configs-keyset compat row) it uses
+# compat/kafkatools/pom-VERSION.xml and always its own directory,
+# ${XDG_CACHE_HOME:-$HOME/.cache}/sluice/kafka-VERSION/libs, so that
+# SLUICE_KAFKA_LIBS keeps naming the 4.1.1 jars every other row runs. Point
+# compat/bin/ at that directory with SLUICE_KAFKA_LIBS for one command.
 #
 # It is idempotent: when the directory is complete for the current pom.xml
 # (a stamp file holds the pom's checksum) it returns at once without starting
@@ -15,10 +22,21 @@
 # Prints the libs directory on its last line.
 set -euo pipefail
 
-KAFKA_VERSION=4.1.1
+DEFAULT_VERSION=4.1.1
+KAFKA_VERSION=${1:-$DEFAULT_VERSION}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-pom=$here/pom.xml
-libs=${SLUICE_KAFKA_LIBS:-${XDG_CACHE_HOME:-$HOME/.cache}/sluice/kafka-$KAFKA_VERSION/libs}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/sluice/kafka-$KAFKA_VERSION/libs
+if [ "$KAFKA_VERSION" = "$DEFAULT_VERSION" ]; then
+	pom=$here/pom.xml
+	libs=${SLUICE_KAFKA_LIBS:-$cache}
+else
+	pom=$here/pom-$KAFKA_VERSION.xml
+	libs=$cache
+	if [ ! -f "$pom" ]; then
+		echo "fetch.sh: no $pom; the versions it knows: $DEFAULT_VERSION $(cd "$here" && ls pom-*.xml 2>/dev/null | sed 's/^pom-//; s/\.xml$//' | tr '\n' ' ')" >&2
+		exit 2
+	fi
+fi
 stamp=$libs/.complete
 want=$(sha256sum "$pom" | cut -d' ' -f1)
 
