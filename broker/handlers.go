@@ -70,4 +70,9 @@ func (b *Broker) registerHandlers() {
 		r.Register(68, 0, 1, b.handleConsumerGroupHeartbeat)
 		r.Register(69, 0, 1, b.handleConsumerGroupDescribe)
 	}
+	// Kafka 4.4's APIs (issue 20), each family registered by its own file.
+	b.registerFeatureHandlers(r)   // features.go
+	b.registerQuorumHandlers(r)    // quorum.go
+	b.registerTelemetryHandlers(r) // telemetry.go
+	b.registerShareHandlers(r)     // share.go
 }

@@ -27,6 +27,8 @@ const (
 	cmdAlterScram          commandType = 13
 	cmdCreateACLs          commandType = 14
 	cmdDeleteACLs          commandType = 15
+	cmdUpdateFeatures      commandType = 16
+	cmdUnregisterBroker    commandType = 17
 	// Append new command types here.
 )
 
@@ -62,6 +64,10 @@ func (t commandType) String() string {
 		return "CreateACLs"
 	case cmdDeleteACLs:
 		return "DeleteACLs"
+	case cmdUpdateFeatures:
+		return "UpdateFeatures"
+	case cmdUnregisterBroker:
+		return "UnregisterBroker"
 	}
 	return fmt.Sprintf("commandType(%d)", uint8(t))
 }

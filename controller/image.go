@@ -46,6 +46,10 @@ type Image struct {
 	// ACLs holds the access control entries (acls.go), nil when none
 	// are set; built once per change and shared by later images.
 	ACLs *ACLSet
+	// Features holds the finalized feature levels (KIP-584, features.go)
+	// by feature name, e.g. "transaction.version"; a feature not listed
+	// is at level 0.
+	Features map[string]int16
 }
 
 // Broker is one registered broker: its Kafka endpoint and liveness.
@@ -117,6 +121,13 @@ type Partition struct {
 	// not in the target. Both are empty otherwise.
 	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
 	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
+	// ELR and LastKnownELR are KIP-966's eligible leader replicas (replicas
+	// that left the ISR while it was below min.insync.replicas, so they
+	// hold every committed record) and the last members of the ELR known
+	// before it emptied (elr.go). Both are empty while the
+	// eligible.leader.replicas.version feature is 0.
+	ELR          []int32 `json:"elr,omitempty"`
+	LastKnownELR []int32 `json:"lastKnownElr,omitempty"`
 }
 
 // emptyImage returns the image of a cluster that has applied nothing.
