@@ -122,7 +122,10 @@ func joinAlone(t *testing.T, c *rawConn, group string) string {
 	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = group, 30000, 60000
 	join.ProtocolType = "consumer"
 	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
-	for range 100 { // COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR while __consumer_offsets starts
+	// COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR while __consumer_offsets
+	// starts: FindCoordinator can answer at once while the group's partition
+	// is still loading, so a retriable answer waits before asking again.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		_, r := c.do(join)
 		resp := r.(*kmsg.JoinGroupResponse)
 		switch {
@@ -134,12 +137,13 @@ func joinAlone(t *testing.T, c *rawConn, group string) string {
 			}
 			return resp.MemberID
 		case kerr.IsRetriable(kerr.ErrorForCode(resp.ErrorCode)):
+			time.Sleep(20 * time.Millisecond)
 		default:
 			t.Fatalf("join: %s", codeName(resp.ErrorCode))
 		}
 		findGroupCoordinator(t, c, group)
 	}
-	t.Fatal("join: no answer")
+	t.Fatal("join: no answer in 30 s")
 	return ""
 }
 
