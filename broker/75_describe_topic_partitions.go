@@ -6,7 +6,9 @@ package broker
 // (all topics when none are named), starting at the cursor's topic and
 // partition, and at most ResponsePartitionLimit partitions in all (Kafka's
 // cap is 2000); when partitions remain, NextCursor names the first of them.
-// Eligible-leader replicas are empty: sluice does not implement ELR.
+// EligibleLeaderReplicas and LastKnownELR are the partition's KIP-966 sets
+// from the metadata image (controller/elr.go), empty while the
+// eligible.leader.replicas.version feature is 0.
 //
 // As Kafka's DescribeTopicPartitionsRequestHandler: a cursor whose topic is
 // not among the listed topics, or whose partition is negative, is
@@ -118,8 +120,8 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.
 			sp.LeaderEpoch = mp.LeaderEpoch
 			sp.Replicas = append([]int32{}, mp.Replicas...)
 			sp.ISR = append([]int32{}, mp.ISR...)
-			sp.EligibleLeaderReplicas = []int32{}
-			sp.LastKnownELR = []int32{}
+			sp.EligibleLeaderReplicas = append([]int32{}, mp.ELR...)
+			sp.LastKnownELR = append([]int32{}, mp.LastKnownELR...)
 			sp.OfflineReplicas = offlineReplicas(img, mp)
 			if mp.Leader < 0 {
 				sp.ErrorCode = kerr.LeaderNotAvailable.Code

@@ -229,6 +229,8 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		GossipAddr:               cfg.GossipListener,
 		GossipJoin:               cfg.GossipJoin,
 		UncleanLeaderElection:    cfg.UncleanLeaderElection,
+		MinInsyncReplicas:        int(cfg.MinInsyncReplicas),
+		CleanShutdown:            dir.HadCleanShutdown(),
 
 		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval:       time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,

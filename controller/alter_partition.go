@@ -87,6 +87,9 @@ func (c *Controller) AlterPartitions(ctx context.Context, reqs []AlterPartitionR
 	live := liveness(img, nil)
 	for i, req := range reqs {
 		t, p, change, err := decideAlterPartition(img, req)
+		if change != nil {
+			alterPartitionELR(img, p, change, c.minISR(img)(t))
+		}
 		if err == nil {
 			k := key{t.ID, p.Partition}
 			if seen[k] {

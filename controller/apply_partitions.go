@@ -89,7 +89,7 @@ func checkPartitionChanges(img *Image, changes []partitionChange) error {
 			return fmt.Errorf("%w: %s-%d leader epoch %d does not follow %d",
 				kerr.FencedLeaderEpoch, t.Name, ch.Partition, ch.LeaderEpoch, p.LeaderEpoch)
 		}
-		if err := checkPartitionState(p.Replicas, ch.Leader, ch.ISR); err != nil {
+		if err := checkChangeState(img, p.Replicas, ch); err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", kerr.InvalidRequest, t.Name, ch.Partition, err)
 		}
 	}
@@ -121,6 +121,7 @@ func applyPartitionChanges(b *imageBuilder, changes []partitionChange) {
 		np.Leader = ch.Leader
 		np.LeaderEpoch = ch.LeaderEpoch
 		np.PartitionEpoch = old.PartitionEpoch + 1
+		np.ELR, np.LastKnownELR = slices.Clone(ch.ELR), slices.Clone(ch.LastKnownELR)
 		b.setPartition(ch.TopicID, &np)
 	}
 }

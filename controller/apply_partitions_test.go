@@ -30,7 +30,7 @@ func wantPartition(t *testing.T, p *Partition, leader, leaderEpoch, partitionEpo
 func TestFSMFenceBrokerMovesLeadership(t *testing.T) {
 	tf := threeBrokerFSM(t)
 	img := tf.image()
-	changes := planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false))
+	changes := planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false), nil)
 	if len(changes) != 2 {
 		t.Fatalf("%d changes, want both partitions", len(changes))
 	}
@@ -52,7 +52,7 @@ func TestFSMFenceBrokerMovesLeadership(t *testing.T) {
 func TestFSMFenceRejectsStaleDecisions(t *testing.T) {
 	tf := threeBrokerFSM(t)
 	img := tf.image()
-	stale := planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false))
+	stale := planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false), nil)
 	// An ISR change commits first.
 	ch := changeOf(idA, img.Topics["a"].Partitions[1], 2, []int32{2, 3})
 	tf.mustApply(changePartitionsCmd{Changes: []partitionChange{ch}})
@@ -76,17 +76,17 @@ func TestFSMUnfenceElectsOfflinePartition(t *testing.T) {
 	img := tf.image()
 	tf.mustApply(changePartitionsCmd{Changes: []partitionChange{changeOf(idA, img.Topics["a"].Partitions[0], 1, []int32{1})}})
 	img = tf.image()
-	tf.mustApply(fenceBrokerCmd{ID: 1, Epoch: img.Brokers[1].Epoch, Changes: planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false))})
+	tf.mustApply(fenceBrokerCmd{ID: 1, Epoch: img.Brokers[1].Epoch, Changes: planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false), nil)})
 	img = tf.image()
 	wantPartition(t, img.Topics["a"].Partitions[0], -1, 1, 2, 1)
 
 	// 2 and 3 are live but out of sync: no clean election.
-	if ch := planOfflineElections(img, liveness(img, nil), uncleanPolicy(img, 2, false)); len(ch) != 0 {
+	if ch := planOfflineElections(img, liveness(img, nil), uncleanPolicy(img, 2, false), nil); len(ch) != 0 {
 		t.Fatalf("clean election of an out-of-sync replica: %+v", ch)
 	}
 	// 1 returns.
 	up := func(id int32) bool { return id == 1 || liveness(img, nil)(id) }
-	tf.mustApply(unfenceBrokerCmd{ID: 1, Epoch: img.Brokers[1].Epoch, Changes: planOfflineElections(img, up, uncleanPolicy(img, 2, false))})
+	tf.mustApply(unfenceBrokerCmd{ID: 1, Epoch: img.Brokers[1].Epoch, Changes: planOfflineElections(img, up, uncleanPolicy(img, 2, false), nil)})
 	img = tf.image()
 	if img.Brokers[1].Fenced {
 		t.Fatal("broker 1 still fenced")
@@ -103,7 +103,7 @@ func TestFSMUncleanElection(t *testing.T) {
 	// member elects the first live out-of-sync replica at once.
 	tf.mustApply(alterConfigsCmd{ResourceType: ResourceTopic, ResourceName: "a", Changes: map[string]*string{uncleanLeaderElectionKey: ptr("true")}})
 	img = tf.image()
-	tf.mustApply(fenceBrokerCmd{ID: 1, Epoch: img.Brokers[1].Epoch, Changes: planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false))})
+	tf.mustApply(fenceBrokerCmd{ID: 1, Epoch: img.Brokers[1].Epoch, Changes: planRemoveReplica(img, 1, liveSet(2, 3), uncleanPolicy(img, 2, false), nil)})
 	wantPartition(t, tf.image().Topics["a"].Partitions[0], 2, 1, 2, 2)
 }
 
@@ -137,7 +137,7 @@ func TestFSMChangePartitionsChecks(t *testing.T) {
 func TestDecideAlterPartition(t *testing.T) {
 	tf := threeBrokerFSM(t)
 	img := tf.image()
-	tf.mustApply(fenceBrokerCmd{ID: 3, Epoch: img.Brokers[3].Epoch, Changes: planRemoveReplica(img, 3, liveSet(1, 2), uncleanPolicy(img, 1, false))})
+	tf.mustApply(fenceBrokerCmd{ID: 3, Epoch: img.Brokers[3].Epoch, Changes: planRemoveReplica(img, 3, liveSet(1, 2), uncleanPolicy(img, 1, false), nil)})
 	img = tf.image()
 	p0 := img.Topics["a"].Partitions[0] // leader 1, epoch 0, partition epoch 1, ISR {1,2}
 	e1 := img.Brokers[1].Epoch

@@ -74,6 +74,7 @@ const (
 	tagRaft        = "raft"  // raft transport address
 	tagRole        = "role"  // roleVoter or roleBroker
 	tagIncarnation = "inc"   // hex of the process's random incarnation id
+	tagClean       = "clean" // "1" when the log dir's previous shutdown was clean (elr.go)
 	roleVoter      = "voter" // in controller.quorum.voters
 	roleBroker     = "broker"
 )
@@ -88,6 +89,9 @@ type member struct {
 	RaftAddr    string
 	Voter       bool
 	Incarnation [16]byte
+	// CleanShutdown reports that the process's log dir was shut down
+	// cleanly before it started (Config.CleanShutdown; elr.go).
+	CleanShutdown bool
 	// Gossiped marks a member learnt through serf; a lone node's view of
 	// itself is not, and re-registers only when its endpoint changes.
 	Gossiped bool
@@ -120,6 +124,9 @@ func (c *Controller) tags(raftAddr string) map[string]string {
 	}
 	if c.cfg.Rack != "" {
 		t[tagRack] = c.cfg.Rack
+	}
+	if c.cfg.CleanShutdown {
+		t[tagClean] = "1"
 	}
 	if len(c.cfg.Endpoints) > 0 {
 		t[tagEndpoints] = encodeEndpoints(c.cfg.Endpoints)
@@ -185,6 +192,8 @@ func memberFromTags(tags map[string]string) (m member, ok bool) {
 		RaftAddr:  tags[tagRaft],
 		Voter:     tags[tagRole] == roleVoter,
 		Gossiped:  true,
+
+		CleanShutdown: tags[tagClean] == "1",
 	}
 	copy(m.Incarnation[:], inc)
 	return m, true
@@ -201,5 +210,7 @@ func (c *Controller) localMember() member {
 		Endpoints:   c.cfg.Endpoints,
 		Incarnation: c.incarnation,
 		Status:      memberAlive,
+
+		CleanShutdown: c.cfg.CleanShutdown,
 	}
 }

@@ -82,6 +82,15 @@ type Config struct {
 	// UncleanLeaderElection is the static unclean.leader.election.enable,
 	// used when neither the topic nor a dynamic broker config sets it.
 	UncleanLeaderElection bool
+	// MinInsyncReplicas is the static min.insync.replicas, used as
+	// UncleanLeaderElection is; it decides when eligible leader replicas
+	// are tracked (elr.go). Values below 1 mean 1.
+	MinInsyncReplicas int
+	// CleanShutdown reports that this node's log dir was shut down
+	// cleanly before this process started (its .kafka_cleanshutdown
+	// marker was present); a process started without it leaves every
+	// ISR and eligible leader replica set when it registers (elr.go).
+	CleanShutdown bool
 
 	// AutoLeaderRebalance is auto.leader.rebalance.enable: the active
 	// controller checks leader balance every LeaderImbalanceCheckInterval
@@ -140,6 +149,9 @@ type Controller struct {
 	// heartbeats (this node's own) are nil for a cluster of one.
 	sessions   *sessionTable
 	heartbeats *heartbeater
+	// quorum is the active controller's view of each node's metadata
+	// log, for DescribeQuorum (quorum.go).
+	quorum quorumProgress
 
 	// reconcileCh pokes the leadership loop to reconcile membership now;
 	// one pending poke is enough since reconcile reads the whole state.

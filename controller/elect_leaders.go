@@ -164,6 +164,9 @@ func decideElectionByName(img *Image, topic string, partition int32, typ Electio
 	if partition < 0 || int(partition) >= len(t.Partitions) {
 		return partitionChange{}, fmt.Errorf("%w: No such partition as %s-%d", kerr.UnknownTopicOrPartition, topic, partition)
 	}
+	if typ == ElectUnclean && elrEnabled(img) {
+		return decideUncleanELR(t.ID, t.Partitions[partition], live)
+	}
 	return decideElection(t.ID, t.Partitions[partition], typ, live)
 }
 

@@ -26,6 +26,10 @@ import (
 //   - An offline partition elects as soon as such a replica is live again.
 //   - Every leader change (including to or from -1) bumps the leader epoch;
 //     every change at all bumps the partition epoch by one.
+//
+// With the eligible.leader.replicas.version feature at 1 or more, KIP-966's
+// rules (elr.go) replace the first and third: the ISR may empty, and a
+// leader is elected from the eligible leader replicas when it is empty.
 
 // partitionChange is one decided change of one partition, as written in
 // FenceBroker, UnfenceBroker and ChangePartitions commands. PartitionEpoch
@@ -39,6 +43,11 @@ type partitionChange struct {
 	Leader         int32    `json:"leader"`
 	LeaderEpoch    int32    `json:"leaderEpoch"`
 	ISR            []int32  `json:"isr"`
+	// ELR and LastKnownELR are the partition's KIP-966 sets after the
+	// change (elr.go); changeOf keeps the partition's, so a decision that
+	// does not know about them leaves them as they are.
+	ELR          []int32 `json:"elr,omitempty"`
+	LastKnownELR []int32 `json:"lastKnownElr,omitempty"`
 }
 
 // liveFunc reports whether a broker may lead or stay in an ISR: it is
@@ -67,31 +76,39 @@ func electLeader(replicas, isr []int32, live liveFunc, unclean bool) (leader int
 }
 
 // withoutReplica decides p's state once broker id may no longer lead or be
-// in sync (fenced, or in controlled shutdown). live must already be false
-// for id. ok is false when p does not change.
+// in sync (fenced, or in controlled shutdown), without ELR tracking. live
+// must already be false for id. ok is false when p does not change.
 func withoutReplica(p *Partition, id int32, live liveFunc, unclean bool) (leader int32, isr []int32, ok bool) {
-	if p.Leader != id && !slices.Contains(p.ISR, id) {
-		return 0, nil, false
-	}
-	isr = slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
-	if len(isr) == 0 {
-		isr = []int32{id} // never empty: the last in-sync replica is kept
-	}
-	leader = p.Leader
-	if leader == id {
-		leader, isr = electLeader(p.Replicas, isr, live, unclean)
-	}
-	return leader, isr, leader != p.Leader || !slices.Equal(isr, p.ISR)
+	ch, ok := removeReplica([16]byte{}, p, id, electionPolicy{live: live, unclean: unclean, uncleanShutdown: -1})
+	return ch.Leader, ch.ISR, ok
 }
 
-// electOffline decides the leader of an offline partition (leader -1); ok
-// is false when it must stay offline.
-func electOffline(p *Partition, live liveFunc, unclean bool) (leader int32, isr []int32, ok bool) {
-	if p.Leader != -1 {
-		return 0, nil, false
+// removeReplica decides p's change once broker id may no longer lead or be
+// in sync; ok is false when p does not change. Only partitions whose
+// leader or ISR holds id change.
+func removeReplica(topicID [16]byte, p *Partition, id int32, pol electionPolicy) (partitionChange, bool) {
+	if p.Leader != id && !slices.Contains(p.ISR, id) {
+		return partitionChange{}, false
 	}
-	leader, isr = electLeader(p.Replicas, p.ISR, live, unclean)
-	return leader, isr, leader != -1
+	isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+	return decidePartition(topicID, p, isr, pol)
+}
+
+// electOffline decides the leader of an offline partition (leader -1)
+// without ELR tracking; ok is false when it must stay offline.
+func electOffline(p *Partition, live liveFunc, unclean bool) (leader int32, isr []int32, ok bool) {
+	ch, ok := electOfflineChange([16]byte{}, p, electionPolicy{live: live, unclean: unclean, uncleanShutdown: -1})
+	return ch.Leader, ch.ISR, ok
+}
+
+// electOfflineChange decides the election of an offline partition; ok is
+// false when it must stay offline (or p is not offline).
+func electOfflineChange(topicID [16]byte, p *Partition, pol electionPolicy) (partitionChange, bool) {
+	if p.Leader != -1 {
+		return partitionChange{}, false
+	}
+	ch, _ := decidePartition(topicID, p, p.ISR, pol)
+	return ch, ch.Leader != -1
 }
 
 // changeOf builds the record that moves p to leader and isr.
@@ -107,6 +124,8 @@ func changeOf(topicID [16]byte, p *Partition, leader int32, isr []int32) partiti
 		Leader:         leader,
 		LeaderEpoch:    leaderEpoch,
 		ISR:            isr,
+		ELR:            nonEmpty(slices.Clone(p.ELR)),
+		LastKnownELR:   nonEmpty(slices.Clone(p.LastKnownELR)),
 	}
 }
 
@@ -121,14 +140,30 @@ func sortedTopics(img *Image) []*Topic {
 	return topics
 }
 
+// topicPolicy returns the election policy of a topic of img: liveness,
+// its unclean election setting, and ELR tracking with its min ISR. A nil
+// minISR counts as 1.
+func topicPolicy(img *Image, live liveFunc, unclean func(*Topic) bool, minISR func(*Topic) int) func(*Topic) electionPolicy {
+	elr := elrEnabled(img)
+	return func(t *Topic) electionPolicy {
+		pol := electionPolicy{live: live, unclean: unclean(t), elr: elr, minISR: 1, uncleanShutdown: -1}
+		if minISR != nil {
+			pol.minISR = minISR(t)
+		}
+		return pol
+	}
+}
+
 // planRemoveReplica decides, for every partition of img, what happens when
 // broker id is fenced or shuts down. live must be false for id.
-func planRemoveReplica(img *Image, id int32, live liveFunc, unclean func(*Topic) bool) []partitionChange {
+func planRemoveReplica(img *Image, id int32, live liveFunc, unclean func(*Topic) bool, minISR func(*Topic) int) []partitionChange {
+	policy := topicPolicy(img, live, unclean, minISR)
 	var changes []partitionChange
 	for _, t := range sortedTopics(img) {
+		pol := policy(t)
 		for _, p := range t.Partitions {
-			if leader, isr, ok := withoutReplica(p, id, live, unclean(t)); ok {
-				changes = append(changes, changeOf(t.ID, p, leader, isr))
+			if ch, ok := removeReplica(t.ID, p, id, pol); ok {
+				changes = append(changes, ch)
 			}
 		}
 	}
@@ -137,12 +172,14 @@ func planRemoveReplica(img *Image, id int32, live liveFunc, unclean func(*Topic)
 
 // planOfflineElections decides a leader for every offline partition of img
 // that can have one now.
-func planOfflineElections(img *Image, live liveFunc, unclean func(*Topic) bool) []partitionChange {
+func planOfflineElections(img *Image, live liveFunc, unclean func(*Topic) bool, minISR func(*Topic) int) []partitionChange {
+	policy := topicPolicy(img, live, unclean, minISR)
 	var changes []partitionChange
 	for _, t := range sortedTopics(img) {
+		pol := policy(t)
 		for _, p := range t.Partitions {
-			if leader, isr, ok := electOffline(p, live, unclean(t)); ok {
-				changes = append(changes, changeOf(t.ID, p, leader, isr))
+			if ch, ok := electOfflineChange(t.ID, p, pol); ok {
+				changes = append(changes, ch)
 			}
 		}
 	}

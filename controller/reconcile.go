@@ -81,6 +81,11 @@ func (c *Controller) unclean(img *Image) func(*Topic) bool {
 	return uncleanPolicy(img, c.cfg.NodeID, c.cfg.UncleanLeaderElection)
 }
 
+// minISR returns each topic's effective min.insync.replicas in img.
+func (c *Controller) minISR(img *Image) func(*Topic) int {
+	return minISRPolicy(img, c.cfg.NodeID, c.cfg.MinInsyncReplicas)
+}
+
 // reconcileAlive registers member m if the image does not hold its current
 // endpoint (or, for a gossiped member, its current process) and unfences
 // it, electing it leader of the offline partitions it is in sync for.
@@ -105,6 +110,14 @@ func (c *Controller) reconcileAlive(ctx context.Context, m member, down map[int3
 			return fmt.Errorf("controller: fence previous process of broker %d: %w", m.ID, err)
 		}
 		b = c.Image().Brokers[m.ID]
+	}
+	if m.Gossiped && b != nil && b.Incarnation != m.Incarnation && !m.CleanShutdown {
+		// The new process follows an unclean shutdown: its log may have
+		// lost records it held, so it leaves every ISR and ELR before it
+		// is unfenced (KIP-966; elr.go).
+		if err := c.removeUncleanReplica(ctx, m.ID, down); err != nil {
+			return fmt.Errorf("controller: unclean shutdown of broker %d: %w", m.ID, err)
+		}
 	}
 	if b == nil || b.Host != m.Host || b.Port != m.Port || b.Rack != m.Rack || !slices.Equal(b.Endpoints, m.Endpoints) ||
 		(m.Gossiped && b.Incarnation != m.Incarnation) {
@@ -132,7 +145,7 @@ func (c *Controller) reconcileAlive(ctx context.Context, m member, down map[int3
 	err := c.apply(ctx, unfenceBrokerCmd{
 		ID:      m.ID,
 		Epoch:   b.Epoch,
-		Changes: planOfflineElections(img, up, c.unclean(img)),
+		Changes: planOfflineElections(img, up, c.unclean(img), c.minISR(img)),
 	})
 	if err != nil {
 		return fmt.Errorf("controller: unfence broker %d: %w", m.ID, err)
@@ -156,7 +169,7 @@ func (c *Controller) fenceBroker(ctx context.Context, id int32, down map[int32]b
 	for d := range down {
 		gone[d] = true
 	}
-	changes := planRemoveReplica(img, id, liveness(img, gone), c.unclean(img))
+	changes := planRemoveReplica(img, id, liveness(img, gone), c.unclean(img), c.minISR(img))
 	err := c.apply(ctx, fenceBrokerCmd{ID: id, Epoch: b.Epoch, Changes: changes, Controlled: controlled})
 	if err != nil {
 		return err
@@ -165,12 +178,33 @@ func (c *Controller) fenceBroker(ctx context.Context, id int32, down map[int32]b
 	return nil
 }
 
+// removeUncleanReplica takes broker id, whose new process follows an
+// unclean shutdown, out of every ISR and ELR in one command, electing
+// where that moves a leadership; nothing is written while ELR is not
+// tracked or no partition holds id. Decide must be held.
+func (c *Controller) removeUncleanReplica(ctx context.Context, id int32, down map[int32]bool) error {
+	img := c.Image()
+	gone := map[int32]bool{id: true}
+	for d := range down {
+		gone[d] = true
+	}
+	changes := planUncleanShutdown(img, id, liveness(img, gone), c.unclean(img), c.minISR(img))
+	if len(changes) == 0 {
+		return nil
+	}
+	if err := c.apply(ctx, changePartitionsCmd{Changes: changes}); err != nil {
+		return err
+	}
+	c.log.Info("removed uncleanly restarted broker from ISRs and ELRs", "broker", id, "partitions_changed", len(changes))
+	return nil
+}
+
 // electOfflineLocked elects leaders for offline partitions that can have
 // one now: an in-sync replica came back, or unclean election was enabled.
 // Decide must be held.
 func (c *Controller) electOfflineLocked(ctx context.Context, down map[int32]bool) error {
 	img := c.Image()
-	changes := planOfflineElections(img, liveness(img, down), c.unclean(img))
+	changes := planOfflineElections(img, liveness(img, down), c.unclean(img), c.minISR(img))
 	if len(changes) == 0 {
 		return nil
 	}
@@ -195,11 +229,14 @@ func (c *Controller) reconcileNonVoters(members []member) {
 		servers[s.ID] = s
 	}
 	for _, m := range members {
-		if c.cfg.voterAddr(m.ID) != "" || m.RaftAddr == "" {
-			continue
-		}
 		id := raftServerID(m.ID)
 		s, inConfig := servers[id]
+		// A voter of controller.quorum.voters is raft's own while it is
+		// in the configuration; once RemoveRaftVoter took it out it is
+		// a non-voter like any broker (quorum.go).
+		if (c.cfg.voterAddr(m.ID) != "" && inConfig) || m.RaftAddr == "" {
+			continue
+		}
 		switch {
 		case m.Status == memberAlive && (!inConfig || s.Address != raft.ServerAddress(m.RaftAddr)):
 			if err := c.node.raft.AddNonvoter(id, raft.ServerAddress(m.RaftAddr), 0, raftMembershipTimeout).Error(); err != nil {
