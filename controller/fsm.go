@@ -36,6 +36,7 @@ var applyTable = map[commandType]applyFunc{
 	cmdAlterScram:          applyAlterScram,
 	cmdCreateACLs:          applyCreateACLs,
 	cmdDeleteACLs:          applyDeleteACLs,
+	cmdUnregisterBroker:    applyUnregisterBroker,
 }
 
 // fsm is the metadata state machine driven by raft. raft calls Apply,

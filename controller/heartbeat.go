@@ -165,7 +165,10 @@ func (c *Controller) sendHeartbeat(ctx context.Context, h *heartbeater) error {
 	if id < 0 {
 		return errNoController
 	}
-	hb := Heartbeat{BrokerID: c.cfg.NodeID, BrokerEpoch: -1, Incarnation: c.incarnation}
+	hb := Heartbeat{BrokerID: c.cfg.NodeID, BrokerEpoch: -1, Incarnation: c.incarnation, MetadataOffset: c.MetadataLogEnd()}
+	if addr, lid := c.node.raft.LeaderWithID(); nodeIDOf(lid) == id {
+		hb.ControllerAddr = string(addr)
+	}
 	if b := c.Image().Brokers[c.cfg.NodeID]; b != nil && b.Incarnation == c.incarnation {
 		hb.BrokerEpoch = b.Epoch
 	}

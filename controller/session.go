@@ -191,6 +191,15 @@ type Heartbeat struct {
 	BrokerEpoch int64
 	// Incarnation identifies the broker process (serf gossips the same).
 	Incarnation [16]byte
+	// MetadataOffset is the last index of the broker's metadata log
+	// (BrokerHeartbeat's CurrentMetadataOffset), -1 if not reported;
+	// DescribeQuorum reports it (quorum.go).
+	MetadataOffset int64
+	// ControllerAddr is the active controller's raft address, its
+	// controller listener, as this node's raft knows it: the transport
+	// dials it when controller.quorum.voters does not name the
+	// controller (a voter added by AddRaftVoter).
+	ControllerAddr string
 }
 
 // HeartbeatReply is the active controller's answer to a heartbeat.
@@ -213,6 +222,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat, conn con
 		return HeartbeatReply{}, errNotController
 	}
 	id := hb.BrokerID
+	c.recordHeartbeatProgress(id, hb.MetadataOffset, time.Now())
 	if c.sessions.heartbeat(id, hb.Incarnation, conn, time.Now()) {
 		context.AfterFunc(conn, func() {
 			if c.sessions.connClosed(id, conn, time.Now()) {
