@@ -36,6 +36,12 @@ type partition struct {
 	// minInsync is the topic's min.insync.replicas, refreshed from the
 	// metadata image so the produce path does not resolve configs.
 	minInsync int
+	// hwMinISR is the ISR size below which the leader's high watermark
+	// does not advance (KIP-966's strict min ISR: min.insync.replicas
+	// capped by the replicas, while eligible leader replicas are
+	// tracked), so a replica leaving an ISR below it holds every
+	// committed record; 0 when the rule is off.
+	hwMinISR int
 	// waiters is closed and replaced whenever the high watermark, the log
 	// start offset, the leadership or the ISR changes, waking consumers'
 	// long polls and acks=-1 producers.

@@ -41,7 +41,8 @@ func (b *Broker) reconcile(img *controller.Image) {
 	if prev != nil && img.Index < prev.Index {
 		return // New's first reconcile, overtaken by an applied command
 	}
-	full := prev == nil || b.reconcileAll || !sameBrokerConfigs(prev, img)
+	full := prev == nil || b.reconcileAll || !sameBrokerConfigs(prev, img) ||
+		prev.Features[elrFeature] != img.Features[elrFeature] // strict min ISR follows it
 	b.reconcileAll = false
 	self := b.cfg.NodeID
 	// The replica manager re-matches its fetchers to the partitions
@@ -61,6 +62,10 @@ func (b *Broker) reconcile(img *controller.Image) {
 		}
 		logCfg, err := b.logConfig(img, t)
 		minInsync := b.minInsyncReplicas(img, t)
+		hwMinISR := 0 // KIP-966's strict min ISR, with eligible leader replicas
+		if img.Features[elrFeature] >= 1 {
+			hwMinISR = minInsync
+		}
 		if err != nil {
 			b.logger.Error("topic config unusable, using broker defaults", "topic", t.Name, "err", err)
 		}
@@ -118,6 +123,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 			if p.update(self, mp, minInsync, b.now()) {
 				kickFetchers = true
 			}
+			p.setHighWatermarkMinISR(self, min(hwMinISR, len(mp.Replicas)))
 		}
 	}
 	if full {

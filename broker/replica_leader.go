@@ -98,7 +98,7 @@ func (p *partition) maximalISRLocked() []int32 {
 // pending expansion), never backwards, and wakes waiters when it moves.
 // Lock should be held.
 func (p *partition) advanceHighWatermarkLocked(self int32) {
-	if p.leader != self {
+	if p.leader != self || len(p.isr) < p.hwMinISR {
 		return
 	}
 	hw := p.log.LogEndOffset()
@@ -116,6 +116,19 @@ func (p *partition) advanceHighWatermarkLocked(self int32) {
 		p.hw.Store(hw)
 		p.wakeLocked()
 	}
+}
+
+// setHighWatermarkMinISR sets the ISR size below which the high
+// watermark stays put (partition.hwMinISR), advancing it at once when the
+// rule is relaxed.
+func (p *partition) setHighWatermarkMinISR(self int32, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hwMinISR == n {
+		return
+	}
+	p.hwMinISR = n
+	p.advanceHighWatermarkLocked(self)
 }
 
 // recordFollowerFetch notes a fetch by follower id at fetchOffset. It
