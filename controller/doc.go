@@ -127,6 +127,12 @@
 //     the open-file limit); partition_limits.go.
 //   - __cluster_metadata cannot be created: its partition directory is
 //     where the raft log lives.
+//   - Eligible leader replicas (KIP-966, elr.go) follow Kafka 4.4's
+//     PartitionChangeBuilder while eligible.leader.replicas.version is at
+//     least 1. A broker's unclean shutdown is told by the log dir's
+//     clean-shutdown marker, gossiped as a serf tag, not by a broker
+//     epoch written into it; changing min.insync.replicas does not clear
+//     ELRs.
 //   - Unclean election is resolved as topic config, then the active
 //     controller's dynamic broker config, then the cluster default, then
 //     Config.UncleanLeaderElection; a partition elected uncleanly gets an
