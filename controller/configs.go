@@ -95,6 +95,13 @@ func (c *Controller) AlterConfigs(ctx context.Context, res ConfigResource, ops [
 	if err := c.apply(ctx, alterConfigsCmd{ResourceType: res.Type, ResourceName: res.Name, Changes: changes}); err != nil {
 		return err
 	}
+	if _, ok := changes[minInsyncKey]; ok {
+		// An ELR decided under the old min ISR may lack records
+		// committed under the new one (elr.go).
+		if err := c.clearELRs(ctx, res); err != nil {
+			c.log.Warn("clearing eligible leader replicas after a min.insync.replicas change failed", "resource", res.Name, "err", err)
+		}
+	}
 	// unclean.leader.election.enable may have changed: offline partitions
 	// may elect now.
 	c.pokeReconcile()

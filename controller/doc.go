@@ -131,8 +131,7 @@
 //     PartitionChangeBuilder while eligible.leader.replicas.version is at
 //     least 1. A broker's unclean shutdown is told by the log dir's
 //     clean-shutdown marker, gossiped as a serf tag, not by a broker
-//     epoch written into it; changing min.insync.replicas does not clear
-//     ELRs.
+//     epoch written into it.
 //   - Unclean election is resolved as topic config, then the active
 //     controller's dynamic broker config, then the cluster default, then
 //     Config.UncleanLeaderElection; a partition elected uncleanly gets an

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -51,9 +52,13 @@ import (
 // difference from Kafka that only a copied-back disk can observe. A lone
 // node (no serf) never has an ELR member to lose.
 //
-// Not done, where Kafka 4.4 differs: changing min.insync.replicas does
-// not clear the ELR, and the broker-level min.insync.replicas stays
-// alterable (Kafka moves it to the cluster level when ELR is enabled).
+// Changing min.insync.replicas clears the ELR and last known ELR of the
+// topic's partitions (every topic's, for a broker or cluster-default
+// change), as Kafka does, since the ELR was decided under the old min ISR;
+// sluice writes that as a command of its own right after the config
+// change. Not done, where Kafka 4.4 differs: the broker-level
+// min.insync.replicas stays alterable (Kafka moves it to the cluster
+// level when ELR is enabled).
 
 // elrFeatureName is the finalized feature that turns ELR tracking on.
 const elrFeatureName = ELRFeature
@@ -272,4 +277,29 @@ func decideUncleanELR(topicID [16]byte, p *Partition, live liveFunc) (partitionC
 			kerr.EligibleLeadersNotAvailable, p.Partition, p.Replicas)
 	}
 	return ch, nil
+}
+
+// clearELRs empties the ELR and last known ELR of every partition of the
+// topic res names (of every topic for a broker resource) after its
+// min.insync.replicas changed. Decide must be held.
+func (c *Controller) clearELRs(ctx context.Context, res ConfigResource) error {
+	img := c.Image()
+	var changes []partitionChange
+	for _, t := range sortedTopics(img) {
+		if res.Type == ResourceTopic && t.Name != res.Name {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if len(p.ELR) == 0 && len(p.LastKnownELR) == 0 {
+				continue
+			}
+			ch := changeOf(t.ID, p, p.Leader, slices.Clone(p.ISR))
+			ch.ELR, ch.LastKnownELR = nil, nil
+			changes = append(changes, ch)
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	return c.apply(ctx, changePartitionsCmd{Changes: changes})
 }
