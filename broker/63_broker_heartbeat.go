@@ -23,9 +23,11 @@ package broker
 // that is not the active controller answers NOT_CONTROLLER. IsFenced is
 // the controller's verdict for that process; IsCaughtUp mirrors it, since
 // a broker is unfenced only once its registration is in the log it
-// replicates; ShouldShutDown is never set. WantFence, WantShutDown,
-// CurrentMetadataOffset and OfflineLogDirs are ignored: controlled
-// shutdown has its own request (07_controlled_shutdown.go).
+// replicates; ShouldShutDown is never set. CurrentMetadataOffset, the
+// broker's last metadata log index, feeds DescribeQuorum
+// (controller/quorum.go). WantFence, WantShutDown and OfflineLogDirs are
+// ignored: controlled shutdown has its own request
+// (07_controlled_shutdown.go).
 
 import (
 	"context"
@@ -46,7 +48,7 @@ const incarnationTag = 0x51CF
 func (b *Broker) handleBrokerHeartbeat(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	hb := controller.Heartbeat{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch}
+	hb := controller.Heartbeat{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, MetadataOffset: req.CurrentMetadataOffset}
 	found := false
 	req.UnknownTags.Each(func(key uint32, val []byte) {
 		if key == incarnationTag && len(val) == len(hb.Incarnation) {

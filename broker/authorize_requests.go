@@ -65,6 +65,9 @@ package broker
 //	                        DESCRIBE_CONFIGS on the cluster.
 //	AlterClientQuotas       ALTER_CONFIGS on the cluster.
 //	DescribeTopicPartitions DESCRIBE per topic, as Metadata.
+//	DescribeQuorum          DESCRIBE on the cluster.
+//	UnregisterBroker, AddRaftVoter, RemoveRaftVoter
+//	                        ALTER on the cluster.
 //
 // The controller channel (control_listener.go) serves brokers only. Every
 // request on it needs CLUSTER_ACTION on the cluster (peerAPI), as Kafka's
@@ -277,6 +280,20 @@ func clusterActionRefused(req kmsg.Request) kmsg.Response {
 		return reassignmentsRefused(req, code)
 	case *kmsg.AlterClientQuotasRequest:
 		return clientQuotasRefused(req, code)
+	case *kmsg.DescribeQuorumRequest:
+		return describeQuorumError(req, kerr.ClusterAuthorizationFailed)
+	case *kmsg.UnregisterBrokerRequest:
+		resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AddRaftVoterRequest:
+		resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.RemoveRaftVoterRequest:
+		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+		resp.ErrorCode = code
+		return resp
 	}
 	return nil
 }

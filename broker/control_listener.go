@@ -89,6 +89,7 @@ func (b *Broker) registerControllerHandlers(r *protocol.Router) {
 	r.Register(56, 0, 3, b.peerAPI(b.handleAlterPartition))
 	r.Register(63, 0, 1, b.peerAPI(b.handleBrokerHeartbeat))
 	r.Register(67, 0, 0, b.peerAPI(b.handleAllocateProducerIDs))
+	b.registerQuorumControllerHandlers(r) // quorum.go
 }
 
 // serveControllerChannel serves the controller channel until ctx ends,

@@ -101,6 +101,9 @@ func newHeartbeatClient(dial func(ctx context.Context, network, addr string) (ne
 func (h *heartbeatClient) Heartbeat(ctx context.Context, controllerID int32, hb controller.Heartbeat) (controller.HeartbeatReply, error) {
 	addr := h.resolve(controllerID)
 	if addr == "" {
+		addr = hb.ControllerAddr // a voter added by AddRaftVoter
+	}
+	if addr == "" {
 		return controller.HeartbeatReply{}, errNoControllerAddr(controllerID)
 	}
 	h.mu.Lock()
@@ -137,7 +140,7 @@ func (h *heartbeatClient) roundTripLocked(ctx context.Context, controllerID int3
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.Version = heartbeatVersion
 	req.BrokerID, req.BrokerEpoch = hb.BrokerID, hb.BrokerEpoch
-	req.CurrentMetadataOffset = -1
+	req.CurrentMetadataOffset = hb.MetadataOffset
 	req.UnknownTags.Set(incarnationTag, hb.Incarnation[:])
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(h.clientID)).AppendRequest(nil, req, corr)
 	if d, ok := ctx.Deadline(); ok {

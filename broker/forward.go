@@ -252,6 +252,9 @@ func (b *Broker) sendToController(ctx context.Context, id int32, req kmsg.Reques
 	defer requestWait(ctx)() // the controller's time, not this request's (request_quota.go)
 	addr := b.controllerAddr(id)
 	if addr == "" {
+		addr = b.ctrl.VoterAddr(id) // added by AddRaftVoter (quorum.go)
+	}
+	if addr == "" {
 		return nil, errNoControllerAddr(id)
 	}
 	cl, err := b.controllerClient(addr)

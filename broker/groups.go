@@ -59,6 +59,11 @@ func (b *Broker) newGroupCoordinator() *groups.Coordinator {
 		ConsumerAssignors:         b.cfg.ConsumerGroupAssignors,
 		ConsumerGroupSettings:     b.consumerGroupSettings,
 
+		ShareSessionTimeout:    ms(b.cfg.ShareGroupSessionTimeoutMs),
+		ShareHeartbeatInterval: ms(b.cfg.ShareGroupHeartbeatMs),
+		ShareMaxGroupSize:      int(b.cfg.ShareGroupMaxSize),
+		ShareGroupSettings:     b.shareGroupSettings, // share.go
+
 		LookupTopic: b.lookupGroupTopic,
 		ListTopics:  b.listGroupTopics,
 		Now:         b.now,
@@ -186,6 +191,7 @@ func (b *Broker) loadGroups(ctx context.Context) {
 		b.groups.LoadPending(ctx)
 		b.groups.PurgeDeletedTopics(ctx)
 		b.groups.RefreshConsumerGroups(ctx)
+		b.groups.InitializeShareStates(ctx) // share groups' partition state (share.go)
 		if b.groups.Loading() {
 			retry.Reset(groupsLoadRetry)
 		}

@@ -1,7 +1,56 @@
 package broker
 
+// Share groups (KIP-932) in the broker: the registration of their APIs
+// and the gate every one of them shares.
+//
+// Kafka serves the share-group APIs only while the share.version feature
+// is finalized at level 1 or more (KafkaApis.isShareGroupProtocolEnabled):
+// below it every one of them answers UNSUPPORTED_VERSION, and they are
+// advertised all the same. sluice does the same with its finalized
+// share.version (featureLevel, features.go). Tests enable share groups
+// without the feature through shareGroupsForced (export_share_test.go).
+//
+// ShareGroupHeartbeat (76) and ShareGroupDescribe (77) are the group
+// coordinator's (package groups, share*.go); ShareFetch (78) and
+// ShareAcknowledge (79) the share partitions'.
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicedev/sluice/groups"
+)
+
+// shareGroupsForced makes shareGroupsEnabled true whatever share.version
+// says; only tests set it, for the share-group code that works before the
+// feature's level is offered.
+var shareGroupsForced atomic.Bool
+
+// shareGroupsEnabled reports whether share groups are served: share.version
+// is finalized at 1 or more, as in Kafka.
+func (b *Broker) shareGroupsEnabled() bool {
+	return shareGroupsForced.Load() || b.featureLevel("share.version") >= 1
+}
+
 // registerShareHandlers registers the share-group APIs (KIP-932):
 // ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78),
 // ShareAcknowledge (79), the share coordinator's state APIs (83-87) and
-// the share-group offset admin APIs (90-92).
-func (b *Broker) registerShareHandlers(r quotaRouter) {}
+// the share-group offset admin APIs (90-92). Kafka 4.4 serves version 1 of
+// 76 and 77 only (version 0 was the early-access protocol of Kafka 4.0).
+func (b *Broker) registerShareHandlers(r quotaRouter) {
+	r.Register(76, 1, 1, b.handleShareGroupHeartbeat)
+	r.Register(77, 1, 1, b.handleShareGroupDescribe)
+	r.Register(78, 1, 2, b.handleShareFetch)       // 78_share_fetch.go
+	r.Register(79, 1, 2, b.handleShareAcknowledge) // 79_share_acknowledge.go
+}
+
+// shareGroupSettings returns the session timeout and heartbeat interval a
+// share group runs with now: the broker's group.share.* values (a group's
+// own share.session.timeout.ms and share.heartbeat.interval.ms group
+// configs may only hold their defaults so far, config/group_keys.go).
+func (b *Broker) shareGroupSettings(group string) groups.ShareGroupSettings {
+	return groups.ShareGroupSettings{
+		SessionTimeout:    time.Duration(b.cfg.ShareGroupSessionTimeoutMs) * time.Millisecond,
+		HeartbeatInterval: time.Duration(b.cfg.ShareGroupHeartbeatMs) * time.Millisecond,
+	}
+}

@@ -148,6 +148,13 @@ type Broker struct {
 	ConsumerGroupMaxHeartbeatMs      int32    // group.consumer.max.heartbeat.interval.ms
 	ConsumerGroupMaxSize             int32    // group.consumer.max.size
 	ConsumerGroupAssignors           []string // group.consumer.assignors
+	ShareGroupSessionTimeoutMs       int32    // group.share.session.timeout.ms
+	ShareGroupMinSessionTimeoutMs    int32    // group.share.min.session.timeout.ms
+	ShareGroupMaxSessionTimeoutMs    int32    // group.share.max.session.timeout.ms
+	ShareGroupHeartbeatMs            int32    // group.share.heartbeat.interval.ms
+	ShareGroupMinHeartbeatMs         int32    // group.share.min.heartbeat.interval.ms
+	ShareGroupMaxHeartbeatMs         int32    // group.share.max.heartbeat.interval.ms
+	ShareGroupMaxSize                int32    // group.share.max.size
 
 	TransactionStateLogNumPartitions       int32 // transaction.state.log.num.partitions
 	TransactionStateLogReplicationFactor   int16 // transaction.state.log.replication.factor
@@ -293,6 +300,13 @@ var bindings = []binding{
 	fieldFor("group.consumer.max.heartbeat.interval.ms", func(b *Broker) any { return &b.ConsumerGroupMaxHeartbeatMs }),
 	fieldFor("group.consumer.max.size", func(b *Broker) any { return &b.ConsumerGroupMaxSize }),
 	fieldFor("group.consumer.assignors", func(b *Broker) any { return &b.ConsumerGroupAssignors }),
+	fieldFor("group.share.session.timeout.ms", func(b *Broker) any { return &b.ShareGroupSessionTimeoutMs }),
+	fieldFor("group.share.min.session.timeout.ms", func(b *Broker) any { return &b.ShareGroupMinSessionTimeoutMs }),
+	fieldFor("group.share.max.session.timeout.ms", func(b *Broker) any { return &b.ShareGroupMaxSessionTimeoutMs }),
+	fieldFor("group.share.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupHeartbeatMs }),
+	fieldFor("group.share.min.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupMinHeartbeatMs }),
+	fieldFor("group.share.max.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupMaxHeartbeatMs }),
+	fieldFor("group.share.max.size", func(b *Broker) any { return &b.ShareGroupMaxSize }),
 	fieldFor("transaction.state.log.num.partitions", func(b *Broker) any { return &b.TransactionStateLogNumPartitions }),
 	fieldFor("transaction.state.log.replication.factor", func(b *Broker) any { return &b.TransactionStateLogReplicationFactor }),
 	fieldFor("transaction.state.log.min.isr", func(b *Broker) any { return &b.TransactionStateLogMinIsr }),
@@ -609,6 +623,8 @@ func (b *Broker) Validate() error {
 	}{
 		{"group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", b.ConsumerGroupSessionTimeoutMs, b.ConsumerGroupMinSessionTimeoutMs, b.ConsumerGroupMaxSessionTimeoutMs},
 		{"group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupMinHeartbeatMs, b.ConsumerGroupMaxHeartbeatMs},
+		{"group.share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", b.ShareGroupSessionTimeoutMs, b.ShareGroupMinSessionTimeoutMs, b.ShareGroupMaxSessionTimeoutMs},
+		{"group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", b.ShareGroupHeartbeatMs, b.ShareGroupMinHeartbeatMs, b.ShareGroupMaxHeartbeatMs},
 	} {
 		switch {
 		case c.lo > c.hi:
@@ -626,6 +642,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.ConsumerGroupHeartbeatMs >= b.ConsumerGroupSessionTimeoutMs {
 		return invalid("group.consumer.heartbeat.interval.ms", "%d must be smaller than group.consumer.session.timeout.ms %d", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupSessionTimeoutMs)
+	}
+	if b.ShareGroupHeartbeatMs >= b.ShareGroupSessionTimeoutMs {
+		return invalid("group.share.heartbeat.interval.ms", "%d must be smaller than group.share.session.timeout.ms %d", b.ShareGroupHeartbeatMs, b.ShareGroupSessionTimeoutMs)
 	}
 	// Kafka's KafkaConfig checks: a budget smaller than the largest frame
 	// could never serve that frame, and a per-IP limit of 0 would refuse

@@ -167,6 +167,13 @@ var brokerKeyList = []keyDef{
 	bk("group.consumer.max.heartbeat.interval.ms", TypeInt, v("15000"), ro, "Longest consumer group heartbeat interval.", atLeast(1)),
 	bk("group.consumer.max.size", TypeInt, v(maxInt32), ro, "Most members of a consumer group.", atLeast(1)),
 	bk("group.consumer.assignors", TypeList, v("range,uniform"), ro, "Server-side assignors by name (range, uniform), the first is the default. Kafka lists the class names of the same two with uniform first; sluice defaults to range.", nonEmpty, eachOf("range", "uniform")),
+	bk("group.share.session.timeout.ms", TypeInt, v("45000"), ro, "Session timeout of share group (KIP-932) members: a member silent this long is removed.", atLeast(1)),
+	bk("group.share.min.session.timeout.ms", TypeInt, v("45000"), ro, "Shortest share group session timeout.", atLeast(1)),
+	bk("group.share.max.session.timeout.ms", TypeInt, v("60000"), ro, "Longest share group session timeout.", atLeast(1)),
+	bk("group.share.heartbeat.interval.ms", TypeInt, v("5000"), ro, "Heartbeat interval given to share group members.", atLeast(1)),
+	bk("group.share.min.heartbeat.interval.ms", TypeInt, v("5000"), ro, "Shortest share group heartbeat interval.", atLeast(1)),
+	bk("group.share.max.heartbeat.interval.ms", TypeInt, v("15000"), ro, "Longest share group heartbeat interval.", atLeast(1)),
+	bk("group.share.max.size", TypeInt, v("200"), ro, "Most members of a share group (GROUP_MAX_SIZE_REACHED beyond).", atLeast(1)),
 	bk("group.consumer.migration.policy", TypeString, v("bidirectional"), ro, "Conversion between classic and consumer groups.", oneOf("disabled", "downgrade", "upgrade", "bidirectional")).later(0, "online migration between classic and consumer groups; an empty group converts either way"),
 
 	// Transactions and producer ids.

@@ -50,7 +50,9 @@ func (c *Coordinator) Describe(version int16, name string) kmsg.DescribeGroupsRe
 		out.ErrorCode = kerr.NotCoordinator.Code
 		return out
 	}
-	if g.state == stateDead {
+	if g.state == stateDead || g.share != nil {
+		// A share group is not a classic group: Kafka answers as for
+		// a group that does not exist.
 		return dead()
 	}
 	if g.consumer != nil {
@@ -84,8 +86,8 @@ func (c *Coordinator) Describe(version int16, name string) kmsg.DescribeGroupsRe
 }
 
 // List handles ListGroups (v0–v5): every group this node coordinates,
-// filtered by state (v4+, case-insensitive) and type (v5+: "classic" or
-// "consumer" for KIP-848 groups).
+// filtered by state (v4+, case-insensitive) and type (v5+: "classic",
+// "consumer" for KIP-848 groups, "share" for KIP-932 share groups).
 func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	all, loading := c.loadedGroups()
@@ -105,6 +107,9 @@ func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 		typ := "classic"
 		if g.consumer != nil {
 			st, typ = g.consumer.state(), "consumer"
+		}
+		if g.share != nil {
+			st, typ = g.share.stateName(), "share"
 		}
 		g.mu.Unlock()
 		if dead || !matches(req.StatesFilter, st) || !matches(req.TypesFilter, typ) {
@@ -150,7 +155,9 @@ func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 			records = append(records, kv{key: offsetKey(g.name, topic, p)})
 		}
 	}
-	if g.consumer != nil {
+	if g.share != nil {
+		records = append(records, g.shareTombstonesLocked()...)
+	} else if g.consumer != nil {
 		records = append(records, g.consumerTombstonesLocked()...)
 	} else {
 		records = append(records, kv{key: groupKey(g.name)})

@@ -292,6 +292,8 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 		resp = heartbeatError(v, kerr.NotCoordinator.Code, "")
 	case g.state == stateDead:
 		resp = heartbeatError(v, kerr.CoordinatorNotAvailable.Code, "")
+	case g.share != nil:
+		resp = heartbeatError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
 	case g.consumer == nil && (!joining || len(g.members) > 0 || g.state != stateEmpty):
 		resp = heartbeatError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
 	default:

@@ -58,9 +58,13 @@ func (c *Coordinator) RefreshConsumerGroups(ctx context.Context) {
 		}
 		g.mu.Lock()
 		todo := g.consumer != nil && (changed || g.consumer.topics == nil)
+		share := g.share != nil && (changed || g.share.topics == nil)
 		g.mu.Unlock()
 		if todo {
 			c.refreshConsumerGroup(ctx, g)
+		}
+		if share {
+			c.refreshShareGroup(ctx, g) // share_admin.go
 		}
 	}
 }

@@ -77,6 +77,22 @@ type Config struct {
 	// with ConsumerSessionTimeout until their next heartbeat.
 	ConsumerGroupSettings func(group string) ConsumerGroupSettings
 
+	// KIP-932 share groups (share.go).
+	ShareSessionTimeout    time.Duration // group.share.session.timeout.ms
+	ShareHeartbeatInterval time.Duration // group.share.heartbeat.interval.ms
+	ShareMaxGroupSize      int           // group.share.max.size
+	// ShareInitializeRetry is how long a share group waits for its
+	// partitions' state to be initialized before asking again
+	// (group.share.initialize.retry.interval.ms, Kafka's 30 s).
+	ShareInitializeRetry time.Duration
+	// ShareGroupSettings, when set, returns a share group's own settings
+	// (its group configs) for the members restored at a load.
+	ShareGroupSettings func(group string) ShareGroupSettings
+	// ShareStateInitializer, when set, initializes the share-partition
+	// state of partitions a share group starts consuming; without one
+	// they count as initialized at once (ShareStateInitializer's doc).
+	ShareStateInitializer ShareStateInitializer
+
 	// LookupTopic resolves a topic by name, or by id when name is empty.
 	LookupTopic func(name string, id [16]byte) (TopicInfo, bool)
 	// ListTopics lists every topic, internal ones included; consumer
@@ -155,6 +171,15 @@ func New(cfg Config, log Log) *Coordinator {
 	}
 	if cfg.ConsumerHeartbeatInterval <= 0 {
 		cfg.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if cfg.ShareSessionTimeout <= 0 {
+		cfg.ShareSessionTimeout = 45 * time.Second
+	}
+	if cfg.ShareHeartbeatInterval <= 0 {
+		cfg.ShareHeartbeatInterval = 5 * time.Second
+	}
+	if cfg.ShareInitializeRetry <= 0 {
+		cfg.ShareInitializeRetry = 30 * time.Second
 	}
 	cfg.ConsumerAssignors = slices.DeleteFunc(slices.Clone(cfg.ConsumerAssignors), func(name string) bool { return assignorFuncs[name] == nil })
 	if len(cfg.ConsumerAssignors) == 0 {
@@ -312,6 +337,14 @@ func (c *Coordinator) catchUp(ctx context.Context, g *group) {
 // KIP-848 group is visited only when a deadline is due, unless always.
 func (c *Coordinator) stepGroup(ctx context.Context, g *group, now time.Time, always bool) {
 	g.mu.Lock()
+	if g.share != nil {
+		due := always || g.share.dueLocked(now)
+		g.mu.Unlock()
+		if due {
+			c.tickShare(ctx, g, now)
+		}
+		return
+	}
 	if g.consumer != nil {
 		due := always || g.consumer.dueLocked(now)
 		g.mu.Unlock()

@@ -31,7 +31,7 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	g.mu.Lock()
-	if g.unloaded || g.state != stateEmpty {
+	if g.unloaded || g.state != stateEmpty || g.share != nil {
 		g.mu.Unlock()
 		return
 	}

@@ -135,6 +135,11 @@ type group struct {
 	// group does not come back at a load once compaction removed the
 	// classic records that superseded it.
 	wasConsumer bool
+
+	// share is set for a KIP-932 share group (share.go); its classic
+	// fields then stay empty but for state (Empty or Stable) and
+	// protocolType ("share").
+	share *shareGroup
 }
 
 func newGroup(name string, partition, epoch int32, cfg *Config, now time.Time) *group {

@@ -61,6 +61,10 @@ func (g *group) joinLocked(now time.Time, req *kmsg.JoinGroupRequest, clientID, 
 	if g.state == stateDead {
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	}
+	if g.share != nil {
+		// A share group never takes classic members, as in Kafka.
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
 			// No online migration: a consumer group with members

@@ -15,7 +15,9 @@ import (
 // key wins, a tombstone deletes. Groups come back Stable with their members
 // (who must heartbeat within their session timeout or be removed) or Empty;
 // consumer groups come back with their epochs, members, targets and current
-// assignments (consumer_load.go). Transactional offset commits are replayed
+// assignments (consumer_load.go); share groups with their epochs, members,
+// targets, assignments and share-partition state (share_load.go).
+// Transactional offset commits are replayed
 // with their producers' markers (offsetReplay, txn_offsets.go). It also
 // returns the offset where the replay stopped.
 //
@@ -24,8 +26,8 @@ import (
 // in its batch is broken — is logged with its partition and offset and
 // skipped, as Kafka's coordinator loaders do: the key keeps what earlier
 // records said and the rest of the partition loads. Records of key types
-// this coordinator does not know (share or streams groups of a newer
-// Kafka) are ignored and counted. Only a batch header that cannot be read
+// this coordinator does not know (streams groups of a newer Kafka) are
+// ignored and counted. Only a batch header that cannot be read
 // fails the load, since no later batch can be found past it.
 func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, int64, error) {
 	skipped := &skiplog.Records{Logger: c.cfg.Logger, Topic: "__consumer_offsets", Partition: partition, UnknownKind: "records of unknown types"}
@@ -33,6 +35,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 	metas := make(map[string]*kmsg.GroupMetadataValue)
 	metaOffsets := make(map[string]int64) // offset of each classic group's last record, tombstones included
 	consumers := make(map[string]*consumerReplay)
+	shares := make(map[string]*shareReplay)
 	offsets := newOffsetReplay()
 	var next int64
 	for {
@@ -63,6 +66,12 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			}
 			if err != nil {
 				skipped.Unreadable(r.offset, err)
+				return nil
+			}
+			if isShareKeyVersion(k.version) {
+				if err := replayShareRecord(shares, k, r); err != nil {
+					skipped.Unreadable(r.offset, fmt.Errorf("group %q: %w", k.group, err))
+				}
 				return nil
 			}
 			if k.version >= consumerGroupMetadataKeyVersion {
@@ -139,6 +148,16 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 		delete(metas, name)
 		get(name).restoreConsumer(cr, c.restoredSettings(name).SessionTimeout, now)
+	}
+	for name, sr := range shares {
+		if !sr.exists {
+			continue
+		}
+		if o, ok := metaOffsets[name]; ok && o > sr.offset {
+			continue // a classic group record came later
+		}
+		delete(metas, name)
+		get(name).restoreShare(sr, c.restoredShareSettings(name).SessionTimeout, now)
 	}
 	for name, v := range metas {
 		get(name).restore(v, now)

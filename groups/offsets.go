@@ -161,6 +161,8 @@ func (g *group) checkCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	case g.consumer != nil:
 		return g.checkConsumerCommitLocked(req)
+	case g.share != nil:
+		return kerr.GroupIDNotFound.Code // Kafka: "Group g is not a consumer group."
 	}
 	if req.InstanceID != nil {
 		if id, ok := g.static[*req.InstanceID]; ok && id != req.MemberID {

@@ -8,6 +8,7 @@ package groups
 //	  0,1 OffsetCommitKey (group, topic, partition)   OffsetCommitValue v3 (offset, leader epoch, metadata, commit timestamp)
 //	  2   GroupMetadataKey (group)                    GroupMetadataValue v3 (protocol type, generation, protocol, leader, members)
 //	  3–8 KIP-848 consumer group records              see consumer_records.go
+//	 9–15 KIP-932 share group records                 see share_records.go
 //
 // A nil value is a tombstone: the offset or the group is deleted, and
 // compaction eventually drops every older record of the same key. The
@@ -306,10 +307,19 @@ func decodeKey(b []byte) (decodedKey, error) {
 		k := decodedKey{version: version, group: r.keyString()}
 		k.member = r.keyString()
 		return k, r.done("consumer group member key")
+	case shareGroupPartitionMetadataKeyVersion, shareGroupMemberMetadataKeyVersion, shareGroupMetadataKeyVersion,
+		shareGroupTargetMetadataKeyVersion, shareGroupTargetMemberKeyVersion, shareGroupCurrentAssignmentKeyVersion,
+		shareGroupStatePartitionMetadataKeyVersion:
+		r := &recordReader{b: b[2:]}
+		k := decodedKey{version: version, group: r.keyString()}
+		if isShareMemberKeyVersion(version) {
+			k.member = r.keyString()
+		}
+		return k, r.done("share group key")
 	default:
-		// Newer Kafka writes other record types here (share and
-		// streams groups, regular expressions); this coordinator does
-		// not know them.
+		// Newer Kafka writes other record types here (streams
+		// groups, regular expressions); this coordinator does not
+		// know them.
 		return decodedKey{}, errUnknownKey
 	}
 }
