@@ -36,7 +36,6 @@ var applyTable = map[commandType]applyFunc{
 	cmdAlterScram:          applyAlterScram,
 	cmdCreateACLs:          applyCreateACLs,
 	cmdDeleteACLs:          applyDeleteACLs,
-	cmdUpdateFeatures:      applyUpdateFeatures,
 	cmdUnregisterBroker:    applyUnregisterBroker,
 }
 
