@@ -294,6 +294,10 @@ func clusterActionRefused(req kmsg.Request) kmsg.Response {
 		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.UpdateFeaturesRequest:
+		resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+		resp.ErrorCode = code
+		return resp
 	}
 	return nil
 }

@@ -87,6 +87,7 @@ func (b *Broker) registerControllerHandlers(r *protocol.Router) {
 	r.Register(49, 0, 1, b.peerAPI(b.handleAlterClientQuotas))
 	r.Register(51, 0, 0, b.peerAPI(b.handleAlterUserScramCredentials))
 	r.Register(56, 0, 3, b.peerAPI(b.handleAlterPartition))
+	r.Register(57, 0, 2, b.peerAPI(b.handleUpdateFeatures))
 	r.Register(63, 0, 1, b.peerAPI(b.handleBrokerHeartbeat))
 	r.Register(67, 0, 0, b.peerAPI(b.handleAllocateProducerIDs))
 	b.registerQuorumControllerHandlers(r) // quorum.go

@@ -36,6 +36,7 @@ var applyTable = map[commandType]applyFunc{
 	cmdAlterScram:          applyAlterScram,
 	cmdCreateACLs:          applyCreateACLs,
 	cmdDeleteACLs:          applyDeleteACLs,
+	cmdUpdateFeatures:      applyUpdateFeatures,
 	cmdUnregisterBroker:    applyUnregisterBroker,
 }
 

@@ -234,7 +234,7 @@ func TestCommandTypesFrozen(t *testing.T) {
 		cmdDeleteTopics: 4, cmdCreatePartitions: 5, cmdAlterConfigs: 6,
 		cmdAllocateProducerIDs: 7, cmdFenceBroker: 8, cmdUnfenceBroker: 9,
 		cmdChangePartitions: 10, cmdReassignPartitions: 11, cmdAlterClientQuotas: 12,
-		cmdAlterScram: 13, cmdCreateACLs: 14, cmdDeleteACLs: 15,
+		cmdAlterScram: 13, cmdCreateACLs: 14, cmdDeleteACLs: 15, cmdUpdateFeatures: 16,
 		cmdUnregisterBroker: 17,
 	}
 	for typ, n := range want {

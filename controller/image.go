@@ -288,6 +288,8 @@ type imageSnapshot struct {
 	// credentials (scram.go) and ACLs (acls.go).
 	Scram []scramRecord `json:"scram,omitempty"`
 	ACLs  []aclRecord   `json:"acls,omitempty"`
+	// Features are the finalized feature levels (features.go).
+	Features map[string]int16 `json:"features,omitempty"`
 }
 
 func snapshotOf(img *Image) *imageSnapshot {
@@ -301,6 +303,7 @@ func snapshotOf(img *Image) *imageSnapshot {
 		ClientQuotas:   quotaSnapshotRecords(img.ClientQuotas),
 		Scram:          scramSnapshotRecords(img.Scram),
 		ACLs:           aclSnapshotRecords(img.ACLs),
+		Features:       img.Features,
 	}
 	for _, b := range img.Brokers {
 		s.Brokers = append(s.Brokers, b)
@@ -319,6 +322,7 @@ func (s *imageSnapshot) image() (*Image, error) {
 	img.Index = s.Index
 	img.ClusterID = s.ClusterID
 	img.NextProducerID = s.NextProducerID
+	img.Features = s.Features
 	for _, b := range s.Brokers {
 		img.Brokers[b.ID] = b
 	}

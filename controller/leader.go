@@ -100,6 +100,12 @@ func (c *Controller) establishLeadership(ctx context.Context) bool {
 		}
 		c.log.Info("initialised new cluster", "cluster_id", id)
 	}
+	// Feature levels before any broker registers (features.go).
+	if err := c.bootstrapFeatures(ctx); err != nil {
+		c.log.Warn("finalize default feature levels failed", "err", err)
+		c.leaderReady.Store(false)
+		return false
+	}
 	c.log.Info("became active controller", "cluster_id", c.ClusterID(),
 		"index", c.Image().Index, "took", time.Since(start))
 	c.readyOnce.Do(func() { close(c.ready) })

@@ -14,7 +14,8 @@ import (
 //
 // Versions: 0 to kmsg's max. v1 adds ThrottleMillis; v3 (KIP-511) makes it
 // flexible and adds the client's software name and version; v3+ responses
-// may carry supported and finalized features, left empty here.
+// carry the supported and finalized features (KIP-584) when the router has
+// a source of them (SetFeatures).
 //
 // A request at a version above the supported max gets Kafka's fallback
 // (KIP-511): a v0 response, header v0, with UNSUPPORTED_VERSION and the api
@@ -51,6 +52,69 @@ import (
 // this cluster's own brokers dialing a seed address and so never naming
 // ids; Kafka's check lives in the broker's KafkaApis), or whose identity
 // has no cluster id yet, skips the last check.
+
+// Features is what ApiVersions v3+ reports of the KIP-584 feature levels.
+type Features struct {
+	// Supported is every feature this node supports at a level above 0,
+	// with its supported range.
+	Supported []SupportedFeature
+	// FinalizedEpoch is the epoch of Finalized, -1 when unknown.
+	FinalizedEpoch int64
+	// Finalized is the finalized level of every feature above level 0.
+	Finalized []FinalizedFeature
+}
+
+// SupportedFeature is one feature's supported range of levels.
+type SupportedFeature struct {
+	Name     string
+	Min, Max int16
+}
+
+// FinalizedFeature is one feature's finalized level.
+type FinalizedFeature struct {
+	Name  string
+	Level int16
+}
+
+// SetFeatures gives the router the source of the feature levels that
+// ApiVersions v3+ reports; features is called for each such request. As
+// Kafka's ApiVersionsResponse does, a supported feature whose minimum is 0
+// is left out below v4 (older clients cannot decode it, KAFKA-17492), and
+// a finalized level of 0 is never listed. A router without a source (the
+// controller channel) reports no features.
+func (r *Router) SetFeatures(features func() Features) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.features = features
+}
+
+// addFeatures fills resp's feature fields at v3+ from the router's source.
+func (r *Router) addFeatures(resp *kmsg.ApiVersionsResponse) {
+	r.mu.RLock()
+	source := r.features
+	r.mu.RUnlock()
+	if source == nil || resp.Version < 3 {
+		return
+	}
+	f := source()
+	for _, s := range f.Supported {
+		if s.Min == 0 && resp.Version < 4 {
+			continue
+		}
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = s.Name, s.Min, s.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	}
+	resp.FinalizedFeaturesEpoch = f.FinalizedEpoch
+	for _, fin := range f.Finalized {
+		if fin.Level == 0 {
+			continue
+		}
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = fin.Name, fin.Level, fin.Level
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
+}
 
 // softwarePattern is Kafka's rule for ClientSoftwareName/Version (KIP-511):
 // alphanumerics, dots and dashes, starting and ending alphanumeric.
@@ -102,6 +166,7 @@ func (r *Router) answerApiVersions(req *Request, id func() (string, int32)) (kms
 		}
 	}
 	resp.ApiKeys = r.Versions()
+	r.addFeatures(resp)
 	return resp, nil
 }
 

@@ -120,6 +120,9 @@ type Router struct {
 
 	mu     sync.RWMutex
 	routes map[int16]route
+	// features is the source of ApiVersions' feature levels
+	// (SetFeatures), nil for none.
+	features func() Features
 }
 
 // NewRouter returns a router with ApiVersions (key 18) registered at every
