@@ -11,7 +11,11 @@ package config
 // word for word, since kafka-configs.sh prints them.
 //
 // sluice enforces consumer.session.timeout.ms and
-// consumer.heartbeat.interval.ms on KIP-848 consumer groups. Every other key
+// consumer.heartbeat.interval.ms on KIP-848 consumer groups, and
+// share.auto.offset.reset, share.isolation.level,
+// share.record.lock.duration.ms, share.delivery.count.limit and
+// share.partition.max.record.locks on share groups' partitions
+// (broker/share_partitions.go). Every other key
 // belongs to a feature sluice does not have yet (share groups, streams
 // groups, batched or offloaded assignment): it is described with its
 // default, and setting any other value is refused with INVALID_CONFIG and a
@@ -139,15 +143,15 @@ var groupKeyList = []GroupKey{
 		Doc: "The session timeout of share group members.", check: groupAtLeast(1)},
 	{Name: "share.heartbeat.interval.ms", Type: TypeInt, Default: "5000", BrokerSynonym: "group.share.heartbeat.interval.ms", Support: GroupShareOnly,
 		Doc: "The heartbeat interval given to share group members.", check: groupAtLeast(1)},
-	{Name: "share.record.lock.duration.ms", Type: TypeInt, Default: "30000", BrokerSynonym: "group.share.record.lock.duration.ms", Support: GroupShareOnly,
+	{Name: "share.record.lock.duration.ms", Type: TypeInt, Default: "30000", BrokerSynonym: "group.share.record.lock.duration.ms", Support: GroupEnforced,
 		Doc: "How long a share group member holds the records it acquired.", check: groupAtLeast(1000)},
-	{Name: "share.delivery.count.limit", Type: TypeInt, Default: "5", BrokerSynonym: "group.share.delivery.count.limit", Support: GroupShareOnly,
+	{Name: "share.delivery.count.limit", Type: TypeInt, Default: "5", BrokerSynonym: "group.share.delivery.count.limit", Support: GroupEnforced,
 		Doc: "The most delivery attempts of a record to a share group.", check: groupAtLeast(2)},
-	{Name: "share.partition.max.record.locks", Type: TypeInt, Default: "2000", BrokerSynonym: "group.share.partition.max.record.locks", Support: GroupShareOnly,
+	{Name: "share.partition.max.record.locks", Type: TypeInt, Default: "2000", BrokerSynonym: "group.share.partition.max.record.locks", Support: GroupEnforced,
 		Doc: "The most records a share group may hold locked per partition.", check: groupAtLeast(100)},
-	{Name: "share.auto.offset.reset", Type: TypeString, Default: "latest", Support: GroupShareOnly,
+	{Name: "share.auto.offset.reset", Type: TypeString, Default: "latest", Support: GroupEnforced,
 		Doc: "Where a share group starts reading a partition: earliest, latest or by_duration:<ISO 8601 duration>.", check: checkShareAutoOffsetReset},
-	{Name: "share.isolation.level", Type: TypeString, Default: "read_uncommitted", Support: GroupShareOnly,
+	{Name: "share.isolation.level", Type: TypeString, Default: "read_uncommitted", Support: GroupEnforced,
 		Doc: "Whether a share group delivers only committed transactional records (read_committed) or all records (read_uncommitted).", check: groupOneOf("read_committed", "read_uncommitted")},
 	{Name: "share.renew.acknowledge.enable", Type: TypeBoolean, Default: "true", Support: GroupShareOnly,
 		Doc: "Whether share group members may renew their acquisition locks."},
@@ -376,6 +380,9 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 	if t.SessionTimeoutMs <= t.HeartbeatIntervalMs {
 		return groupErrorf("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
 	}
+	if err := validateSharePartitionKeys(parsed); err != nil {
+		return err
+	}
 
 	broker := b.brokerEntries(perBroker, clusterDefault)
 	for i := range groupKeyList {
@@ -390,6 +397,35 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 		}
 		if s != def {
 			return k.unsupported(def)
+		}
+	}
+	return nil
+}
+
+// sharePartitionBounds are the bounds of the share-partition keys a group
+// may set: Kafka's defaults of group.share.min/max.record.lock.duration.ms,
+// group.share.min/max.delivery.count.limit and
+// group.share.min/max.partition.max.record.locks, broker keys sluice does
+// not let be changed yet.
+var sharePartitionBounds = []struct {
+	key      string
+	min, max int64
+}{
+	{"share.record.lock.duration.ms", 15000, 60000},
+	{"share.delivery.count.limit", 2, 10},
+	{"share.partition.max.record.locks", 100, 4000},
+}
+
+// validateSharePartitionKeys checks the share-partition keys set on a
+// group against their bounds, as Kafka's GroupConfig.validateValues does.
+func validateSharePartitionKeys(parsed map[string]string) error {
+	for _, c := range sharePartitionBounds {
+		s, set := parsed[c.key]
+		if !set {
+			continue
+		}
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && (n < c.min || n > c.max) {
+			return groupErrorf("%s must be in the range %d to %d inclusive.", c.key, c.min, c.max)
 		}
 	}
 	return nil

@@ -126,9 +126,6 @@ func (s Settings) normalized() Settings {
 	return s
 }
 
-// Range is the inclusive offsets [First, Last], e.g. of one log batch.
-type Range struct{ First, Last int64 }
-
 // AcquiredRun is one run of offsets a fetch acquired, all with the same
 // delivery count: ShareFetch's AcquiredRecords.
 type AcquiredRun struct {
@@ -172,7 +169,7 @@ type Partition struct {
 	start       int64
 	recs        []record // recs[i] is offset start+i
 	nextExpiry  int64    // earliest lock expiry, math.MaxInt64 for none
-	waiters     []chan<- struct{}
+	waiters     map[chan<- struct{}]struct{}
 }
 
 func newPartition(key Key, persister Persister, leaderEpoch int32) *Partition {
@@ -278,11 +275,20 @@ func (p *Partition) NextLockExpiry() (time.Time, bool) {
 	return time.Unix(0, p.nextExpiry), true
 }
 
+// LogBatch is one log batch a fetch read: its offsets [First, Last], and
+// whether it belongs to an aborted transaction under read_committed
+// (share.isolation.level), whose offsets are archived, not delivered.
+type LogBatch struct {
+	First, Last int64
+	Aborted     bool
+}
+
 // Acquire acquires for member the AVAILABLE offsets of batches (the log
 // batches a fetch read, in offset order), and new offsets past the window's
-// end while the window has room, within limit. It returns the acquired runs
-// in offset order; none when nothing could be acquired.
-func (p *Partition) Acquire(member string, batches []Range, limit AcquireLimit, now time.Time) []AcquiredRun {
+// end while the window has room, within limit. The offsets of aborted
+// batches are archived instead. It returns the acquired runs in offset
+// order; none when nothing could be acquired.
+func (p *Partition) Acquire(member string, batches []LogBatch, limit AcquireLimit, now time.Time) []AcquiredRun {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireLocked(now)
@@ -295,7 +301,12 @@ func (p *Partition) Acquire(member string, batches []Range, limit AcquireLimit, 
 	newAllowed := len(p.recs) < p.settings.MaxRecordLocks
 	var out []AcquiredRun
 	count := 0
+	aborted := false
 	take := func(off int64, r *record) {
+		if aborted {
+			p.settle(r, Archived)
+			return
+		}
 		r.state = Acquired
 		if r.deliveries < math.MaxInt16 {
 			r.deliveries++
@@ -315,6 +326,7 @@ batches:
 		if count >= maxRecords {
 			break
 		}
+		aborted = b.Aborted
 		for off := max(b.First, p.start); off <= b.Last; off++ {
 			if count >= maxRecords && limit.Strict {
 				break batches
@@ -345,6 +357,7 @@ batches:
 		p.nextExpiry = lockUntil
 	}
 	if changed {
+		p.advanceLocked()
 		p.persistLocked()
 	}
 	return out
@@ -462,24 +475,32 @@ func (p *Partition) MoveStartTo(offset int64) {
 }
 
 // Wait registers ch to be signalled (without blocking) the next time
-// offsets become AVAILABLE again: released or their locks expired while a
-// fetch looked. A long-polling ShareFetch registers one channel with every
-// partition it waits on.
-func (p *Partition) Wait(ch chan<- struct{}) {
+// offsets become AVAILABLE again: released, or their locks expired and
+// were noticed. A long-polling ShareFetch registers one channel with every
+// partition it waits on, and calls the returned function when its wait
+// ends, so that a partition holds only the waits in progress.
+func (p *Partition) Wait(ch chan<- struct{}) (cancel func()) {
 	p.mu.Lock()
-	p.waiters = append(p.waiters, ch)
+	if p.waiters == nil {
+		p.waiters = make(map[chan<- struct{}]struct{})
+	}
+	p.waiters[ch] = struct{}{}
 	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.waiters, ch)
+		p.mu.Unlock()
+	}
 }
 
 func (p *Partition) notifyLocked() {
-	for _, ch := range p.waiters {
+	for ch := range p.waiters {
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
 	}
 	clear(p.waiters)
-	p.waiters = p.waiters[:0]
 }
 
 // settle moves an acquired record to a terminal state.

@@ -14,10 +14,10 @@ func testSettings() Settings {
 	return Settings{LockDuration: 30 * time.Second, DeliveryCountLimit: 3, MaxRecordLocks: 100}
 }
 
-func batches(rs ...int64) []Range {
-	var out []Range
+func batches(rs ...int64) []LogBatch {
+	var out []LogBatch
 	for i := 0; i+1 < len(rs); i += 2 {
-		out = append(out, Range{First: rs[i], Last: rs[i+1]})
+		out = append(out, LogBatch{First: rs[i], Last: rs[i+1]})
 	}
 	return out
 }
@@ -211,6 +211,15 @@ func TestGapsBetweenBatchesAreAcquired(t *testing.T) {
 	}
 	if s := p.StartOffset(); s != 10 {
 		t.Fatalf("start %d, want 10", s)
+	}
+}
+
+func TestAbortedBatchesAreArchived(t *testing.T) {
+	p := NewPartition(Key{Group: "g"}, 0, testSettings())
+	got := p.Acquire("m", []LogBatch{{First: 0, Last: 2, Aborted: true}, {First: 3, Last: 5}}, AcquireLimit{}, t0)
+	wantRuns(t, got, AcquiredRun{3, 5, 1})
+	if s := p.StartOffset(); s != 3 {
+		t.Fatalf("start %d, want 3: the aborted batch is archived", s)
 	}
 }
 
