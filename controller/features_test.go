@@ -162,3 +162,47 @@ func TestFeatureUpdateOrder(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// TestFeaturesReopenFromSnapshotAndLog: a new cluster starts at the
+// defaults; levels set before a raft snapshot come back from the
+// snapshot, levels set after it from the log, and a reopened controller
+// does not bootstrap again.
+func TestFeaturesReopenFromSnapshotAndLog(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	c, _ := openTest(t, cfg)
+	ctx := testCtx(t)
+	if got := c.Image().Features; !maps.Equal(got, defaultFeatureLevels()) {
+		t.Fatalf("new cluster at %v, want the defaults %v", got, defaultFeatureLevels())
+	}
+	update := func(name string, level int16, typ UpgradeType) {
+		t.Helper()
+		if err := c.UpdateFeatures(ctx, []FeatureUpdate{{name, level, typ}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(FeatureGroupVersion, 0, UpgradeSafeDowngrade)
+	if err := c.node.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	update(FeatureTransactionVersion, 0, UpgradeSafeDowngrade)
+	// ValidateOnly and failed requests write nothing.
+	if err := c.UpdateFeatures(ctx, []FeatureUpdate{{FeatureTransactionVersion, 1, UpgradeUpgrade}}, true); err != nil {
+		t.Fatal(err)
+	}
+	err := c.UpdateFeatures(ctx, []FeatureUpdate{{FeatureGroupVersion, 1, UpgradeUpgrade}, {"foo.version", 1, UpgradeUpgrade}}, false)
+	wantKafkaErr(t, err, kerr.InvalidUpdateVersion)
+	want := c.Image().Features
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, _ := openTest(t, cfg)
+	got := c2.Image().Features
+	if !maps.Equal(got, want) || got[FeatureGroupVersion] != 0 || got[FeatureTransactionVersion] != 0 || got[FeatureMetadataVersion] != 33 {
+		t.Fatalf("after reopen %v, want %v (group.version and transaction.version 0)", got, want)
+	}
+	if levels, _ := FinalizedFeatures(c2.Image()); levels[FeatureTransactionVersion] != 0 {
+		t.Fatalf("finalized after reopen %v", levels)
+	}
+}
