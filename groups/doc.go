@@ -1,8 +1,10 @@
 // Package groups is sluice's group coordinator: classic consumer groups
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, static membership), KIP-848
 // consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe, with the
-// server-side range and uniform assignors) and committed offsets, persisted
-// in __consumer_offsets as Kafka persists them.
+// server-side range and uniform assignors), KIP-932 share groups'
+// membership (ShareGroupHeartbeat, ShareGroupDescribe, the simple
+// assignor) and committed offsets, persisted in __consumer_offsets as
+// Kafka persists them.
 //
 // # Placement
 //
@@ -82,6 +84,23 @@
 // an empty group converts (no online migration). Regular expression
 // subscriptions and topic changes are resolved against the broker's topic
 // list (Config.ListTopics, TopicsChanged, RefreshConsumerGroups).
+//
+// # Share groups (KIP-932)
+//
+// share.go holds the ShareGroupHeartbeat state machine (Kafka 4.4's: member
+// ids chosen by the client, epochs, leave with -1, session expiry,
+// group.share.max.size), share_assign.go the simple assignor (a partition
+// may go to several members), share_init.go the share-partition state
+// initialization that makes partitions assignable (ShareStateInitializer,
+// implemented by the share-partition side), share_records.go and
+// share_load.go the records (key versions 10–15) and their replay,
+// share_admin.go ShareGroupDescribe. A share group shares the group id
+// space with the others: a share heartbeat for a classic or consumer group
+// is GROUP_ID_NOT_FOUND, and so is a consumer heartbeat, an offset commit
+// or a DescribeGroups (answered Dead) for a share group; a JoinGroup is
+// INCONSISTENT_GROUP_PROTOCOL. ListGroups lists it with type "share".
+// Share groups never expire; DeleteGroups deletes an empty one (its
+// share-partition state is not deleted yet).
 //
 // Not yet: classic members in consumer
 // groups (online migration), rack-aware assignment, expiry of unsubscribed topics' offsets in active groups

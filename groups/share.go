@@ -25,8 +25,8 @@ package groups
 // (group.share.session.timeout.ms, or the group's share.session.timeout.ms)
 // ends without a heartbeat is removed.
 //
-// Share-partition state: a partition is assignable only once its share
-// state is initialized (Kafka's ShareGroupStatePartitionMetadata record and
+// Share-partition state (share_init.go): a partition is assignable only
+// once its share state is initialized (Kafka's ShareGroupStatePartitionMetadata record and
 // InitializeShareGroupState to the share coordinator). When the group
 // subscribes to a topic whose partitions are neither initialized nor being
 // initialized, the heartbeat records them as initializing. With no
@@ -63,27 +63,6 @@ const shareAssignorName = "simple"
 type ShareGroupSettings struct {
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
-}
-
-// SharePartitions names partitions by topic id: topic id → partitions.
-type SharePartitions map[[16]byte][]int32
-
-// ShareStateInitializer initializes the share-partition state of the
-// partitions a share group starts consuming, as Kafka's group coordinator
-// sends InitializeShareGroupState to the share coordinator (KIP-932). The
-// share-partition side of the broker implements it.
-//
-// InitializeShareState is called without any coordinator lock held, from
-// the broker's loader goroutine (Coordinator.InitializeShareStates), once
-// per group with every partition that waits: the state of each partition
-// of group must exist once it returns nil, with state epoch groupEpoch and
-// no start offset (Kafka's -1: the share partition starts where
-// share.auto.offset.reset says when first fetched). Initializing a
-// partition that already has state must leave that state as it is. An
-// error means none may be assumed initialized; the group retries at a
-// later heartbeat.
-type ShareStateInitializer interface {
-	InitializeShareState(ctx context.Context, group string, groupEpoch int32, partitions SharePartitions) error
 }
 
 // shareMember is one member of a share group.
@@ -471,41 +450,6 @@ func (c *Coordinator) bumpShareGroupLocked(g *group, now time.Time) {
 	sg.dirty.targetEpoch = true
 }
 
-// initializedAssignmentPending is Kafka's check that initialized partitions
-// of subscribed topics are not all in the target assignment yet.
-func (sg *shareGroup) initializedAssignmentPending(all map[string]TopicInfo) bool {
-	if len(sg.members) == 0 || len(sg.state.initialized) == 0 {
-		return false
-	}
-	assigned := make(map[topicID]map[int32]bool)
-	for _, t := range sg.target {
-		for id, ps := range t {
-			if assigned[id] == nil {
-				assigned[id] = make(map[int32]bool)
-			}
-			for _, p := range ps {
-				assigned[id][p] = true
-			}
-		}
-	}
-	for n := range sg.subscribedNames() {
-		t, ok := all[n]
-		if !ok {
-			continue
-		}
-		init, ok := sg.state.initialized[t.ID]
-		if !ok {
-			continue
-		}
-		for _, p := range init.partitions {
-			if p < t.Partitions && !assigned[t.ID][p] {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // reconcileShareMemberLocked gives m its target, filtered to the topics it
 // subscribes to, when the target epoch moved past its epoch or its
 // subscription changed (Kafka's ShareGroupAssignmentBuilder).
@@ -537,75 +481,7 @@ func (c *Coordinator) reconcileShareMemberLocked(g *group, m *shareMember, subsc
 	}
 }
 
-// maybeInitializeShareLocked records the partitions of subscribed topics
-// whose share state is neither initialized nor being initialized (or whose
-// initialization has waited longer than Config.ShareInitializeRetry) as
-// initializing, and, without a ShareStateInitializer, as initialized at
-// once. Partitions of topics that no longer exist are forgotten.
-func (c *Coordinator) maybeInitializeShareLocked(g *group, all map[string]TopicInfo, now time.Time) {
-	sg := g.share
-	if c.cfg.ShareStateInitializer == nil && len(sg.state.initializing) > 0 {
-		// Nothing initializes them but the records: they are ready.
-		for id, t := range sg.state.initializing {
-			sg.state.initialized[id] = shareInitTopic{name: t.name, partitions: mergeParts(sg.state.initialized[id].partitions, t.partitions)}
-			delete(sg.state.initializing, id)
-		}
-		sg.dirty.state = true
-	}
-	byID := make(map[topicID]TopicInfo, len(all))
-	for _, t := range all {
-		byID[t.ID] = t
-	}
-	for _, set := range []map[topicID]shareInitTopic{sg.state.initializing, sg.state.initialized} {
-		for id := range set {
-			if _, ok := byID[id]; !ok {
-				delete(set, id)
-				delete(sg.initSince, id)
-				sg.dirty.state = true
-			}
-		}
-	}
-	for n := range sg.subscribedNames() {
-		t, ok := all[n]
-		if !ok || t.Partitions <= 0 {
-			continue
-		}
-		have := make(map[int32]bool)
-		for _, p := range sg.state.initialized[t.ID].partitions {
-			have[p] = true
-		}
-		if since, ok := sg.initSince[t.ID]; ok && !sg.initBusy && now.Sub(since) < c.cfg.ShareInitializeRetry {
-			for _, p := range sg.state.initializing[t.ID].partitions {
-				have[p] = true
-			}
-		}
-		var missing []int32
-		for p := int32(0); p < t.Partitions; p++ {
-			if !have[p] {
-				missing = append(missing, p)
-			}
-		}
-		if len(missing) == 0 {
-			continue
-		}
-		sg.dirty.state = true
-		if c.cfg.ShareStateInitializer == nil {
-			sg.state.initialized[t.ID] = shareInitTopic{name: t.Name, partitions: mergeParts(sg.state.initialized[t.ID].partitions, missing)}
-			continue
-		}
-		sg.state.initializing[t.ID] = shareInitTopic{name: t.Name, partitions: mergeParts(sg.state.initializing[t.ID].partitions, missing)}
-		sg.initSince[t.ID] = now
-	}
-}
-
-// mergeParts is the sorted union of two partition lists.
-func mergeParts(a, b []int32) []int32 {
-	out := append(slices.Clone(a), b...)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// dueShareLocked reports whether a member's session has ended at now.
+// dueLocked reports whether a member's session has ended at now.
 func (sg *shareGroup) dueLocked(now time.Time) bool {
 	for _, m := range sg.members {
 		if !now.Before(m.sessionDeadline) {

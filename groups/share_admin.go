@@ -1,14 +1,11 @@
 package groups
 
-// Share groups seen from the admin APIs (ShareGroupDescribe), the
-// re-resolution of their subscriptions when topics change, and the
-// share-partition state initialization run by the broker's loader
-// (InitializeShareStates, see ShareStateInitializer).
+// Share groups seen from the admin APIs (ShareGroupDescribe), and the
+// re-resolution of their subscriptions when topics change.
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -98,88 +95,6 @@ func (c *Coordinator) refreshShareGroup(ctx context.Context, g *group) {
 		sg.topics = topics
 	}
 	records := g.shareRecordsLocked(now)
-	g.mu.Unlock()
-	if len(records) > 0 {
-		if err := c.append(ctx, g, records); err != nil {
-			c.cfg.Logger.Warn("cannot persist share group", "group", g.name, "err", err)
-		}
-	}
-}
-
-// InitializeShareStates hands the partitions that share groups wait to
-// have initialized to Config.ShareStateInitializer and records the outcome
-// (ShareGroupStatePartitionMetadata): initialized partitions become
-// assignable at the group's next heartbeat; partitions that failed are
-// forgotten, so the next heartbeat asks again. The broker calls it when
-// LoadSignal fires; without an initializer it does nothing.
-func (c *Coordinator) InitializeShareStates(ctx context.Context) {
-	init := c.cfg.ShareStateInitializer
-	if init == nil {
-		return
-	}
-	all, _ := c.loadedGroups()
-	for _, g := range all {
-		if ctx.Err() != nil {
-			return
-		}
-		g.mu.Lock()
-		var todo SharePartitions
-		var epoch int32
-		if sg := g.share; sg != nil && !g.unloaded && g.state != stateDead && !sg.initBusy && len(sg.state.initializing) > 0 {
-			todo = make(SharePartitions, len(sg.state.initializing))
-			for id, t := range sg.state.initializing {
-				todo[id] = slices.Clone(t.partitions)
-			}
-			epoch = sg.epoch
-			sg.initBusy = true
-		}
-		g.mu.Unlock()
-		if todo == nil {
-			continue
-		}
-		err := init.InitializeShareState(ctx, g.name, epoch, todo)
-		if err != nil && ctx.Err() == nil {
-			c.cfg.Logger.Warn("cannot initialize share-partition state", "group", g.name, "err", err)
-		}
-		c.finishShareInit(ctx, g, todo, err == nil)
-	}
-}
-
-// finishShareInit records the outcome of an initialization of partitions.
-func (c *Coordinator) finishShareInit(ctx context.Context, g *group, done SharePartitions, ok bool) {
-	g.writeMu.Lock()
-	defer g.writeMu.Unlock()
-	g.mu.Lock()
-	sg := g.share
-	if sg == nil || g.unloaded || g.state == stateDead {
-		g.mu.Unlock()
-		return
-	}
-	sg.initBusy = false
-	for _, id := range slices.SortedFunc(maps.Keys(done), func(a, b topicID) int { return slices.Compare(a[:], b[:]) }) {
-		t, ok2 := sg.state.initializing[id]
-		if !ok2 {
-			continue
-		}
-		var left []int32
-		for _, p := range t.partitions {
-			if !slices.Contains(done[id], p) {
-				left = append(left, p)
-			}
-		}
-		if ok {
-			sg.state.initialized[id] = shareInitTopic{name: t.name, partitions: mergeParts(sg.state.initialized[id].partitions, done[id])}
-		}
-		if len(left) == 0 {
-			delete(sg.state.initializing, id)
-			delete(sg.initSince, id)
-		} else {
-			t.partitions = left
-			sg.state.initializing[id] = t
-		}
-		sg.dirty.state = true
-	}
-	records := g.shareRecordsLocked(c.cfg.Now())
 	g.mu.Unlock()
 	if len(records) > 0 {
 		if err := c.append(ctx, g, records); err != nil {
