@@ -91,6 +91,9 @@ type Broker struct {
 	// txn is the transaction coordinator for the __transaction_state
 	// partitions this node leads (txn.go).
 	txn *txn.Coordinator
+	// shares is the share-partition state of the partitions this node
+	// leads and its share sessions (share_partitions.go).
+	shares shareLeader
 
 	// replicas is the follower fetchers and ISR goroutine
 	// (replica_manager.go), set between startReplication and

@@ -40,6 +40,8 @@ func (b *Broker) shareGroupsEnabled() bool {
 func (b *Broker) registerShareHandlers(r quotaRouter) {
 	r.Register(76, 1, 1, b.handleShareGroupHeartbeat)
 	r.Register(77, 1, 1, b.handleShareGroupDescribe)
+	r.Register(78, 1, 2, b.handleShareFetch)       // 78_share_fetch.go
+	r.Register(79, 1, 2, b.handleShareAcknowledge) // 79_share_acknowledge.go
 }
 
 // shareGroupSettings returns the session timeout and heartbeat interval a

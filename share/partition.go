@@ -424,10 +424,11 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 		}
 	}
 	p.recomputeExpiryLocked()
+	before := p.start
 	p.advanceLocked()
 	p.persistLocked()
-	if released {
-		p.notifyLocked()
+	if released || p.start != before {
+		p.notifyLocked() // records to redeliver, or room in the window
 	}
 	return nil
 }
@@ -475,8 +476,8 @@ func (p *Partition) MoveStartTo(offset int64) {
 }
 
 // Wait registers ch to be signalled (without blocking) the next time
-// offsets become AVAILABLE again: released, or their locks expired and
-// were noticed. A long-polling ShareFetch registers one channel with every
+// offsets become AVAILABLE again (released, or their locks expired and
+// were noticed) or the start offset moves, making room in a full window. A long-polling ShareFetch registers one channel with every
 // partition it waits on, and calls the returned function when its wait
 // ends, so that a partition holds only the waits in progress.
 func (p *Partition) Wait(ch chan<- struct{}) (cancel func()) {
