@@ -107,6 +107,9 @@ func allRows() []row {
 		// Leader balance (java_leader_election_test.go).
 		javaLeaderElectionRow(),
 		javaLeaderElectionUncleanRow(),
+		// Eligible leader replicas in kafka-topics.sh --describe
+		// (java_elr_test.go, KIP-966).
+		javaELRRow(),
 		// Growing a one-node cluster and moving partitions
 		// (java_reassign_test.go).
 		javaReassignRow(),

@@ -30,8 +30,9 @@ package controller
 //     franz-go switch on when it is finalized; it becomes 2 here once
 //     transactions v2 are built and pass their tests.
 //   - group.version 0-1: KIP-848 consumer groups exist.
-//   - eligible.leader.replicas.version 0: KIP-966's ELR is not built yet;
-//     1 (which needs metadata.version 23, 4.0-IV1) once it is.
+//   - eligible.leader.replicas.version 0-1: KIP-966's eligible leader
+//     replicas (elr.go; level 1 needs metadata.version 23, 4.0-IV1), on
+//     by default as on a new Kafka cluster since 4.1.
 //   - share.version and streams.version 0: share groups (KIP-932) and
 //     streams groups (KIP-1071) are not built yet.
 //
@@ -103,7 +104,6 @@ type FeatureRange struct {
 // (see the file comment). Raise a Max only together with the code that
 // makes the level true, and its tests:
 //   - transaction.version: 2 with transactions v2 (KIP-890 part 2);
-//   - eligible.leader.replicas.version: 1 with ELR (KIP-966);
 //   - share.version, streams.version: 1 (or 2) with share groups and
 //     streams groups.
 var supportedFeatures = []FeatureRange{
@@ -111,7 +111,7 @@ var supportedFeatures = []FeatureRange{
 	{FeatureKRaftVersion, 0, 1},
 	{FeatureTransactionVersion, 0, 1},
 	{FeatureGroupVersion, 0, 1},
-	{FeatureELRVersion, 0, 0},
+	{FeatureELRVersion, 0, 1},
 	{FeatureShareVersion, 0, 0},
 	{FeatureStreamsVersion, 0, 0},
 }
