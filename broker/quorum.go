@@ -77,6 +77,9 @@ func (b *Broker) onQuorumController(ctx context.Context, req kmsg.Request,
 			resp = refused(fmt.Errorf("%w: the controller answered api key %d", kerr.UnknownServerError, fwd.Key()))
 			return false
 		}
+		if tags := unknownTags(fwd); tags != nil {
+			*tags = kmsg.Tags{} // the controller's applied index is for brokers
+		}
 		resp = fwd
 		return notController(resp)
 	})

@@ -192,6 +192,11 @@ func startRaft(o raftOptions) (*raftNode, error) {
 	conf.ElectionTimeout = raftElectionTimeout
 	conf.LeaderLeaseTimeout = raftLeaderLeaseTimeout
 	conf.CommitTimeout = raftCommitTimeout
+	// A leader that RemoveRaftVoter takes out of the voters steps down
+	// and stays a follower rather than shutting raft down (raft's
+	// default): the node is still a broker, and the next leader adds it
+	// back as a non-voter (quorum.go).
+	conf.ShutdownOnRemove = false
 
 	var (
 		trans   closableTransport
