@@ -30,7 +30,9 @@ package broker
 // its original base offset and not appended again, a sequence gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, a
 // plain batch inside an open transaction INVALID_TXN_STATE and a control
-// batch INVALID_RECORD. acks=-1 with fewer in-sync replicas than min.insync.replicas is
+// batch INVALID_RECORD. A transactional batch is first checked with the
+// producer's transaction coordinator, or from v12 (KIP-890 part 2) added to
+// the transaction by it, before anything is appended (txn_verify.go). acks=-1 with fewer in-sync replicas than min.insync.replicas is
 // NOT_ENOUGH_REPLICAS before anything is written; if the high watermark
 // passes the batch while the ISR is below min.insync.replicas (it shrank
 // during the wait) the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, and a
@@ -99,6 +101,9 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 		return produceRefused(req, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
 	writable := b.topicAuth(r, kmsg.ACLOperationWrite)
+	// Transactional batches are checked with (v12+: added to) the
+	// producer's transaction first (txn_verify.go).
+	txnChecks := b.produceTxnChecks(ctx, img, req, writable)
 
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -124,10 +129,18 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 				last  int64
 				err   error
 			)
-			if denied {
+			check := txnChecks[[2]int{i, j}]
+			switch {
+			case denied:
 				err = kerr.TopicAuthorizationFailed
-			} else {
-				p, epoch, last, err = b.producePartition(img, topic, req, rp, &sp, budget)
+			case check != nil && check.err != nil:
+				err = check.err
+			default:
+				var guard txn.VerificationGuard
+				if check != nil {
+					guard = check.guard
+				}
+				p, epoch, last, err = b.producePartition(img, topic, req, rp, &sp, budget, guard)
 			}
 			if err != nil {
 				failed = true
@@ -211,7 +224,7 @@ func (b *Broker) waitAcks(ctx context.Context, p *partition, epoch int32, next i
 // producePartition appends one partition's batches, within the request's
 // decompression budget, and fills in the offsets; it returns the replica,
 // the leader epoch it appended at and the last offset written.
-func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *logstore.RequestDecompressBudget) (*partition, int32, int64, error) {
+func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic, req *kmsg.ProduceRequest, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition, budget *logstore.RequestDecompressBudget, guard txn.VerificationGuard) (*partition, int32, int64, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, 0, 0, kerr.InvalidRequiredAcks
 	}
@@ -246,7 +259,7 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	}
 	// A retried idempotent batch the log already holds is answered with
 	// its original offsets, not appended again.
-	out, err := p.appendAsLeaderWithin(rp.Records, epoch, txn.OriginClient, 0, budget)
+	out, err := p.appendAsLeaderWithin(rp.Records, epoch, txn.OriginClient, 0, budget, guard)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -14,9 +14,14 @@ package broker
 // v4+ (KIP-890 part 1) is the brokers' form: several transactions in one
 // request, answered per transaction, each either added or, with
 // VerifyOnly, only checked (a partition not in the running transaction is
-// INVALID_TXN_STATE). v5 is accepted as v4: sluice does not run
-// transaction.version 2, whose partition leaders add partitions for the
-// producer.
+// INVALID_TXN_STATE). A partition leader sends it before appending a
+// transactional batch (txn_verify.go): VerifyOnly for Produce v11 and
+// below and TxnOffsetCommit v4 and below, an add for Produce v12+ and
+// TxnOffsetCommit v5+ (KIP-890 part 2), which runs the transaction at
+// transaction version 2, as Kafka's
+// TransactionVersion.transactionVersionForAddPartitionsToTxn has it for
+// every v4+ add. v5 only adds TRANSACTION_ABORTABLE to the errors a
+// leader understands (sluice's coordinator does not answer it).
 //
 // v0–3 need WRITE on the transactional id (every partition
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic but the
@@ -118,7 +123,11 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, version int16, transact
 			}
 		}
 	default:
-		code := fencedForVersion(b.txn.AddPartitions(ctx, transactionalID, producerID, epoch, parts), version, 2)
+		txnVersion := int16(0)
+		if version >= 4 {
+			txnVersion = 2
+		}
+		code := fencedForVersion(b.txn.AddPartitions(ctx, transactionalID, producerID, epoch, parts, txnVersion), version, 2)
 		for _, tp := range parts {
 			codes[tp] = code
 		}

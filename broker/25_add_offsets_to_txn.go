@@ -47,7 +47,9 @@ func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *protocol.Request)
 		return resp, nil
 	}
 	tp := txn.TopicPartition{Topic: offsetsTopicName, Partition: groups.PartitionFor(req.Group, int32(len(t.Partitions)))}
-	code := b.txn.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
+	// Transaction version 0, as Kafka passes it: a version 2 producer
+	// has its TxnOffsetCommit v5 add the partition instead.
+	code := b.txn.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}, 0)
 	resp.ErrorCode = fencedForVersion(code, req.Version, 2)
 	return resp, nil
 }

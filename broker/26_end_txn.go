@@ -1,6 +1,6 @@
 package broker
 
-// EndTxn (api key 26), versions 0–4.
+// EndTxn (api key 26), versions 0–5.
 //
 // A transactional producer commits or aborts its transaction. The
 // coordinator writes PrepareCommit or PrepareAbort to __transaction_state
@@ -15,9 +15,16 @@ package broker
 // INVALID_PRODUCER_ID_MAPPING. WRITE on the transactional id is needed
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 //
-// v5 (KIP-890 part 2, transaction.version 2: an epoch bump on every EndTxn)
-// is not served; the broker does not advertise the feature, so clients stay
-// at v4.
+// v5 (KIP-890 part 2, transaction version 2) bumps the producer epoch at
+// every commit or abort and answers the producer id and epoch the producer
+// goes on with (a new producer id at epoch 0 when the bump used the last
+// epoch); the markers carry the bumped epoch. A retry of an end already
+// done (the epoch one below the current one) is answered with the current
+// id and epoch, and an abort with nothing added is allowed. As in Kafka,
+// the request's version decides (TransactionVersion.transactionVersionForEndTxn),
+// and v5 is advertised whatever transaction.version is finalized: clients
+// send v5 only once the cluster finalizes transaction.version 2
+// (txn/coordinator_state.go, decideEndV2).
 
 import (
 	"context"
@@ -31,11 +38,13 @@ import (
 func (b *Broker) handleEndTxn(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if !b.authorizedTxnID(r, kmsg.ACLOperationWrite, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}
-	code := b.txn.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
-	resp.ErrorCode = fencedForVersion(code, req.Version, 2)
+	res := b.txn.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= 5)
+	resp.ErrorCode = fencedForVersion(res.ErrorCode, req.Version, 2)
+	resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch
 	return resp, nil
 }

@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit (api key 28), versions 0–5.
+// TxnOffsetCommit (api key 28), versions 0–6.
 //
 // A transactional producer commits a consumer group's offsets inside its
 // transaction (KIP-98); asked of the group's coordinator after
@@ -22,9 +22,18 @@ package broker
 // KIP-848 consumer group sends its member epoch, and a mismatch is
 // ILLEGAL_GENERATION); generation -1 without a member is accepted, and
 // creates the group if it is missing. v4 only allows TRANSACTION_ABORTABLE
-// (KIP-890), which sluice does not produce; v5 belongs to transaction
-// version 2 (KIP-890 part 2), which sluice does not advertise, and is
-// answered as v4. Unknown topics or partitions are
+// (KIP-890), which sluice does not produce. Before the offsets are written
+// the group's __consumer_offsets partition is checked with the producer's
+// transaction coordinator (txn_verify.go): from v5 (KIP-890 part 2, a
+// transaction version 2 producer, which sends no AddOffsetsToTxn) the
+// coordinator adds it to the transaction; before v5 it is only verified,
+// while transaction.partition.verification.enable is true, and a partition
+// not in the transaction is INVALID_TXN_STATE. A coordinator that cannot
+// answer now is COORDINATOR_NOT_AVAILABLE (the client retries), a fenced
+// producer INVALID_PRODUCER_EPOCH. v6 (KIP-1319) names topics by id (an id
+// no topic has is UNKNOWN_TOPIC_ID for its partitions) and answers a group
+// that does not exist GROUP_ID_NOT_FOUND and a KIP-848 member's stale
+// epoch STALE_MEMBER_EPOCH, both ILLEGAL_GENERATION before. Unknown topics or partitions are
 // UNKNOWN_TOPIC_OR_PARTITION, metadata over offset.metadata.max.bytes
 // OFFSET_METADATA_TOO_LARGE. Before v2 COORDINATOR_LOAD_IN_PROGRESS is
 // answered as COORDINATOR_NOT_AVAILABLE, which 0.11–2.0 clients expect.
@@ -36,11 +45,10 @@ package broker
 // not asked when none is left), as KafkaApis.handleTxnOffsetCommitRequest
 // checks them (authorize_requests.go).
 //
-// Not done: KIP-890 part 1's check with the transaction coordinator that
-// the group's partition is in the producer's transaction
-// (transaction.partition.verification.enable); a client that commits
-// offsets without AddOffsetsToTxn leaves them pending until a marker of
-// its producer id reaches the partition.
+// The verification has no guard against a marker arriving between the
+// coordinator's answer and the offsets' append (Kafka's VerificationGuard
+// covers it): with transaction version 2 the marker's bumped epoch refuses
+// such a late write anyway.
 
 import (
 	"context"
@@ -48,7 +56,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/groups"
+	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/txn"
 )
 
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
@@ -58,6 +69,18 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *protocol.Request)
 		return txnOffsetCommitRefused(req, nil, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	case !b.authorizedGroup(r, kmsg.ACLOperationRead, req.Group):
 		return txnOffsetCommitRefused(req, nil, kerr.GroupAuthorizationFailed.Code), nil
+	}
+	if req.Version >= 6 {
+		return b.txnOffsetCommitByID(ctx, r, req), nil
+	}
+	return b.txnOffsetCommitNamed(ctx, r, req), nil
+}
+
+// txnOffsetCommitNamed commits req, whose topics are named, after the
+// authorization checks on the transactional id and the group.
+func (b *Broker) txnOffsetCommitNamed(ctx context.Context, r *protocol.Request, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	if code := b.verifyTxnOffsets(ctx, req); code != 0 {
+		return txnOffsetCommitRefused(req, nil, code)
 	}
 	readable := b.topicAuth(r, kmsg.ACLOperationRead)
 	denied := make([]bool, len(req.Topics))
@@ -94,7 +117,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *protocol.Request)
 			}
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 // txnOffsetCommitRefused answers every partition of req's topics with
@@ -104,11 +127,85 @@ func txnOffsetCommitRefused(req *kmsg.TxnOffsetCommitRequest, only []bool, code 
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for i, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		if only == nil || only[i] {
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 				sp.Partition, sp.ErrorCode = rp.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// verifyTxnOffsets checks (v5+: adds) the group's __consumer_offsets
+// partition with the producer's transaction coordinator and returns the
+// code to answer every partition with, 0 to go on. Nothing is asked when
+// this node does not lead the partition: the group coordinator answers
+// NOT_COORDINATOR then.
+func (b *Broker) verifyTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+	add := txnVerifyAdds(28, req.Version)
+	if req.Group == "" || (!add && !b.txnVerificationEnabled()) {
+		return 0
+	}
+	t := b.metadata().Topics[offsetsTopicName]
+	if t == nil || len(t.Partitions) == 0 {
+		return 0
+	}
+	tp := txn.TopicPartition{Topic: offsetsTopicName, Partition: groups.PartitionFor(req.Group, int32(len(t.Partitions)))}
+	p := b.partition(logstore.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+	if p == nil {
+		return 0
+	}
+	if leader, _ := p.state(); leader != b.cfg.NodeID {
+		return 0
+	}
+	check := &txnCheck{p: p, tp: tp}
+	b.verifyTxnPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, add, []*txnCheck{check})
+	code := errorCode(check.err)
+	if code == kerr.NotEnoughReplicas.Code {
+		// As Kafka's group coordinator normalizes it.
+		code = kerr.CoordinatorNotAvailable.Code
+	}
+	return code
+}
+
+// txnOffsetCommitByID answers a v6 request, whose topics are named by id:
+// ids are resolved to names and the request is served as a named one (at
+// v6, whose GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH the group
+// coordinator answers, KIP-1319); an id no topic has is UNKNOWN_TOPIC_ID
+// for its partitions.
+func (b *Broker) txnOffsetCommitByID(ctx context.Context, r *protocol.Request, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	img := b.metadata()
+	named := *req
+	named.Topics = nil
+	var known []int // index in req.Topics of each topic of named
+	for i, rt := range req.Topics {
+		t := img.TopicsByID[rt.TopicID]
+		if t == nil {
+			continue
+		}
+		nt := rt
+		nt.Topic = t.Name
+		named.Topics = append(named.Topics, nt)
+		known = append(known, i)
+	}
+	answered := b.txnOffsetCommitNamed(ctx, r, &named)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	resp.ThrottleMillis = answered.ThrottleMillis
+	k := 0
+	for i, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.TopicID = rt.TopicID
+		if k < len(known) && known[k] == i && k < len(answered.Topics) {
+			st.Partitions = answered.Topics[k].Partitions
+			k++
+		} else {
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownTopicID.Code
 				st.Partitions = append(st.Partitions, sp)
 			}
 		}

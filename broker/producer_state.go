@@ -132,13 +132,16 @@ type leaderAppend struct {
 // appends them at leaderEpoch and applies them. txnVersion is a
 // coordinator's marker transaction version (0 otherwise).
 func (p *partition) appendAsLeader(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8) (leaderAppend, error) {
-	return p.appendAsLeaderWithin(records, leaderEpoch, origin, txnVersion, nil)
+	return p.appendAsLeaderWithin(records, leaderEpoch, origin, txnVersion, nil, txn.VerificationGuard{})
 }
 
 // appendAsLeaderWithin is appendAsLeader for one partition of a Produce
 // request: request is the request's budget of decompressed bytes
-// (logstore.RequestDecompressBudget), nil for none.
-func (p *partition) appendAsLeaderWithin(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8, request *logstore.RequestDecompressBudget) (leaderAppend, error) {
+// (logstore.RequestDecompressBudget), nil for none; guard is the
+// transaction verification the batch passed (txn_verify.go), the zero
+// guard when none was needed. A guard a marker has cleared meanwhile is
+// INVALID_TXN_STATE and nothing is appended.
+func (p *partition) appendAsLeaderWithin(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8, request *logstore.RequestDecompressBudget, guard txn.VerificationGuard) (leaderAppend, error) {
 	batches, err := txnBatches(records)
 	if err != nil {
 		return leaderAppend{}, fmt.Errorf("%w: %v", logstore.ErrInvalidRecord, err)
@@ -154,6 +157,9 @@ func (p *partition) appendAsLeaderWithin(records []byte, leaderEpoch int32, orig
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	table := ps.tableLocked()
+	if !table.Verified(guard) {
+		return leaderAppend{}, errTxnNotVerified
+	}
 	dup, isDup, err := table.Validate(batches, origin, txnVersion)
 	if err != nil {
 		return leaderAppend{}, err

@@ -270,6 +270,7 @@ func (w txnMarkerWriter) send(ctx context.Context, leader int32, m txn.Markers, 
 	marker := kmsg.NewWriteTxnMarkersRequestMarker()
 	marker.ProducerID, marker.ProducerEpoch = m.ProducerID, m.ProducerEpoch
 	marker.Committed, marker.CoordinatorEpoch = m.Commit, m.CoordinatorEpoch
+	marker.TransactionVersion = m.TransactionVersion // v2+: the partition checks the bumped epoch
 	for _, tp := range parts {
 		if n := len(marker.Topics); n == 0 || marker.Topics[n-1].Topic != tp.Topic {
 			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()

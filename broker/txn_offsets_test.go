@@ -278,7 +278,13 @@ func txnOffsetCommit(ctx context.Context, cl *kgo.Client, txnID, group string, p
 	req.ProducerID, req.ProducerEpoch = pid, epoch
 	p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	p.Partition, p.Offset = 0, offset
-	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{p}}}
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	// kgo sends the newest version both sides know: from v6 (KIP-1319)
+	// the topic goes by its id.
+	req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: topic, TopicID: topics[topic].ID, Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{p}}}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return 0, err

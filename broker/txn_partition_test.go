@@ -38,6 +38,13 @@ func recordBatch(id int64, epoch int16, seq int32, transactional bool, values ..
 	return b.AppendTo(nil)
 }
 
+// noTxnVerification turns off KIP-890's check with the transaction
+// coordinator, for tests that write transactional batches of producer ids
+// no coordinator knows, as a Kafka broker needs it off for them. Such
+// tests send Produce v11 (txnV1Versions): from v12 the leader adds the
+// partition to the producer's transaction whatever the setting says.
+const noTxnVerification = "transaction.partition.verification.enable=false"
+
 // produceRequest is an acks=all Produce of one batch to one partition,
 // waiting at most timeoutMillis for the ISR.
 func produceRequest(topic string, id [16]byte, partition int32, timeoutMillis int32, batch []byte) *kmsg.ProduceRequest {
@@ -213,9 +220,9 @@ func TestIdempotentClientProducesExactlyOnce(t *testing.T) {
 }
 
 func TestReadCommittedWaitsForCommitMarker(t *testing.T) {
-	n := sluicetest.Start(t)
+	n := sluicetest.Start(t, noTxnVerification)
 	createTopic(t, n, "txn-commit", 1, nil)
-	cl, id := n.Client(), topicID(t, n, "txn-commit")
+	cl, id := n.Client(txnV1Versions()), topicID(t, n, "txn-commit") // Produce v11: see noTxnVerification
 	rawProduce(t, cl, "txn-commit", id, recordBatch(-1, -1, -1, false, "before"))
 	if off, code := rawProduce(t, cl, "txn-commit", id, recordBatch(9000, 0, 0, true, "t1", "t2")); code != 0 || off != 1 {
 		t.Fatalf("transactional batch: offset %d, %v", off, kerr.ErrorForCode(code))
@@ -282,9 +289,9 @@ func TestReadCommittedWaitsForCommitMarker(t *testing.T) {
 }
 
 func TestReadCommittedSkipsAbortedTransactions(t *testing.T) {
-	n := sluicetest.Start(t)
+	n := sluicetest.Start(t, noTxnVerification)
 	createTopic(t, n, "txn-abort", 1, nil)
-	cl, id := n.Client(), topicID(t, n, "txn-abort")
+	cl, id := n.Client(txnV1Versions()), topicID(t, n, "txn-abort") // Produce v11: see noTxnVerification
 	rawProduce(t, cl, "txn-abort", id, recordBatch(9100, 0, 0, true, "aborted-1", "aborted-2"))
 	rawProduce(t, cl, "txn-abort", id, recordBatch(9200, 0, 0, true, "committed-1"))
 	rawProduce(t, cl, "txn-abort", id, recordBatch(-1, -1, -1, false, "plain"))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
 )
@@ -14,11 +15,11 @@ import (
 // retried idempotent batch and still holds read_committed consumers before
 // an open transaction until its marker arrives.
 func TestReplicationProducerStateFailover(t *testing.T) {
-	c := sluicetest.StartCluster(t, 3)
+	c := sluicetest.StartCluster(t, 3, noTxnVerification)
 	cl := clusterClient(c, kgo.RequiredAcks(kgo.AllISRAcks()))
 	createAssigned(t, cl, "pstate", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
 	before := waitState(t, cl, "pstate", "full ISR", isrLen(3))
-	leader := pinned(t, c, int(before.leader))
+	leader := pinnedV1(t, c, int(before.leader))
 	id := knownTopic(t, leader, "pstate").TopicID
 
 	if off, code := rawProduce(t, leader, "pstate", id, recordBatch(9300, 0, 0, true, "t1", "t2")); code != 0 || off != 0 {
@@ -33,7 +34,7 @@ func TestReplicationProducerStateFailover(t *testing.T) {
 	after := waitState(t, cl, "pstate", "new leader", func(st partitionState) bool {
 		return st.leader >= 0 && st.leader != before.leader && st.epoch > before.epoch
 	})
-	newLeader := pinned(t, c, int(after.leader))
+	newLeader := pinnedV1(t, c, int(after.leader))
 	if off, code := rawProduce(t, newLeader, "pstate", id, idem); code != 0 || off != 2 {
 		t.Fatalf("retry on the new leader: offset %d, %v; want the original offset 2", off, kerr.ErrorForCode(code))
 	}
@@ -46,4 +47,18 @@ func TestReplicationProducerStateFailover(t *testing.T) {
 	if got := listLatest(t, newLeader, "pstate", 1); got != 6 {
 		t.Fatalf("read_committed latest %d after the commit, want 6", got)
 	}
+}
+
+// pinnedV1 is pinned with Produce capped at v11: a v12+ transactional
+// Produce has the leader add its partition to the producer's transaction
+// (KIP-890 part 2) whatever transaction.partition.verification.enable
+// says, and the raw batches here belong to no coordinator's transaction.
+func pinnedV1(t *testing.T, c *sluicetest.Cluster, id int) kmsg.Requestor {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Node(id).Addr()), kgo.RequestRetries(0), txnV1Versions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl.SeedBrokers()[0]
 }

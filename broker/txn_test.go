@@ -126,7 +126,9 @@ func TestTxnCommitAbortAndFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first := txnProducer(t, seeds, "fence-me")
+	// Clients of transactions v1 (txnV1Versions), whose epoch only an
+	// InitProducerId moves; TestTxnV2Franz runs v2 ones.
+	first := txnProducer(t, seeds, "fence-me", txnV1Versions())
 	if err := produceTxn(ctx, first, "txn-out", 3, true); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -140,7 +142,7 @@ func TestTxnCommitAbortAndFencing(t *testing.T) {
 	waitTxnState(t, seeds, "fence-me", "CompleteAbort")
 
 	// A second producer with the same transactional id fences the first.
-	second := txnProducer(t, seeds, "fence-me")
+	second := txnProducer(t, seeds, "fence-me", txnV1Versions())
 	if err := produceTxn(ctx, second, "txn-out", 1, true); err != nil {
 		t.Fatalf("second producer: %v", err)
 	}

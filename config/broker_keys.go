@@ -186,7 +186,7 @@ var brokerKeyList = []keyDef{
 	bk("transactional.id.expiration.ms", TypeInt, v("604800000"), ro, "Forget a transactional id unused for this long.", atLeast(1)),
 	bk("transaction.abort.timed.out.transaction.cleanup.interval.ms", TypeInt, v("1000"), ro, "How often timed-out transactions are aborted (sluice default 1000; Kafka 10000).", atLeast(1)),
 	bk("transaction.remove.expired.transaction.cleanup.interval.ms", TypeInt, v("3600000"), ro, "How often expired transactional ids are removed.", atLeast(1)),
-	bk("transaction.partition.verification.enable", TypeBoolean, v("true"), cw, "Check that a transactional produce's partition was added to the transaction (KIP-890).").later(20, "verifying that a transactional produce's partition is in the transaction (KIP-890)"),
+	bk("transaction.partition.verification.enable", TypeBoolean, v("true"), cw, "Before appending a transactional batch (Produce before v12, TxnOffsetCommit before v5), the partition leader asks the transaction coordinator whether the partition is in the producer's transaction and refuses it with INVALID_TXN_STATE if not (KIP-890). Produce v12+ and TxnOffsetCommit v5+ (transaction version 2) always have the leader add the partition."),
 	bk("producer.id.expiration.ms", TypeInt, v("86400000"), ro, "Forget an idle producer id's state after this long.", atLeast(1)),
 	bk("producer.id.expiration.check.interval.ms", TypeInt, v("600000"), ro, "How often idle producer ids are expired (producer.id.expiration.ms); the log cleaner then drops the last batches of the expired ones.", atLeast(1)).sluiceOnly("a Kafka internal key (not listed by Kafka's DescribeConfigs)"),
 }

@@ -108,7 +108,13 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, req *kmsg.TxnOffsetC
 	if req.Group == "" {
 		return setAll(kerr.InvalidGroupID.Code)
 	}
-	g, code := c.commitGroup(req.Group, req.Generation, kerr.IllegalGeneration.Code)
+	// A group that is not there: ILLEGAL_GENERATION before v6,
+	// GROUP_ID_NOT_FOUND from v6 (KIP-1319), as Kafka answers.
+	missing := int16(kerr.IllegalGeneration.Code)
+	if req.Version >= 6 {
+		missing = kerr.GroupIDNotFound.Code
+	}
+	g, code := c.commitGroup(req.Group, req.Generation, missing)
 	if code != 0 {
 		return setAll(code)
 	}
@@ -237,9 +243,11 @@ func (g *group) checkTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest) int16 {
 		switch {
 		case m == nil:
 			return kerr.UnknownMemberID.Code
+		case req.Generation != m.epoch && req.Version >= 6:
+			return kerr.StaleMemberEpoch.Code // KIP-1319
 		case req.Generation != m.epoch:
 			// Kafka turns STALE_MEMBER_EPOCH into ILLEGAL_GENERATION
-			// for transactional commits.
+			// for transactional commits before v6.
 			return kerr.IllegalGeneration.Code
 		}
 		return 0

@@ -53,6 +53,10 @@ type Markers struct {
 	// partition: partition leaders refuse markers of an older coordinator.
 	CoordinatorEpoch int32
 	Partitions       []TopicPartition
+	// TransactionVersion is the transaction's client transaction version
+	// (WriteTxnMarkers v2's TransactionVersion): at 2 a partition takes
+	// the marker only at an epoch newer than its producer's batches.
+	TransactionVersion int8
 }
 
 // MarkerWriter writes transaction markers to the leaders of partitions.
@@ -396,11 +400,12 @@ func (c *Coordinator) complete(ctx context.Context, e *entry) {
 	m := e.meta.clone()
 	e.mu.Unlock()
 	err := c.markers.WriteMarkers(ctx, Markers{
-		ProducerID:       m.producerID,
-		ProducerEpoch:    m.epoch,
-		Commit:           m.state == StatePrepareCommit,
-		CoordinatorEpoch: e.shard.epoch,
-		Partitions:       m.partitions,
+		ProducerID:         m.producerID,
+		ProducerEpoch:      m.epoch,
+		Commit:             m.state == StatePrepareCommit,
+		CoordinatorEpoch:   e.shard.epoch,
+		Partitions:         m.partitions,
+		TransactionVersion: int8(min(m.txnVersion, txnVersion2)),
 	})
 	if err != nil {
 		if ctx.Err() == nil {

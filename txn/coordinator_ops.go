@@ -108,8 +108,11 @@ func (c *Coordinator) existing(transactionalID string) (*entry, int16) {
 
 // AddPartitions adds partitions to transactionalID's transaction, starting
 // it if none is running (AddPartitionsToTxn and AddOffsetsToTxn). The code
-// applies to every partition.
-func (c *Coordinator) AddPartitions(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition) int16 {
+// applies to every partition. txnVersion is the client's transaction
+// version the request implies: 2 for the add a partition leader asks for
+// a KIP-890 part 2 producer (AddPartitionsToTxn v4+ without VerifyOnly),
+// 0 for a client's own AddPartitionsToTxn or AddOffsetsToTxn.
+func (c *Coordinator) AddPartitions(ctx context.Context, transactionalID string, producerID int64, epoch int16, parts []TopicPartition, txnVersion int16) int16 {
 	e, code := c.existing(transactionalID)
 	if code != 0 {
 		return code
@@ -125,7 +128,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, transactionalID string,
 	if e.pending || e.completing {
 		return kerr.ConcurrentTransactions.Code
 	}
-	next, write, code := decideAdd(e.meta, producerID, epoch, parts, c.cfg.Now().UnixMilli())
+	next, write, code := decideAdd(e.meta, producerID, epoch, parts, txnVersion, c.cfg.Now().UnixMilli())
 	if code != 0 || !write {
 		return code
 	}
@@ -147,18 +150,71 @@ func (c *Coordinator) VerifyPartitions(transactionalID string, producerID int64,
 	return verifyPartitions(e.meta, producerID, epoch, parts)
 }
 
+// EndResult is the answer to EndTxn: from v5 (transaction version 2)
+// the producer id and epoch the producer goes on with, -1 and -1 on an
+// error and before v5.
+type EndResult struct {
+	ProducerID int64
+	Epoch      int16
+	ErrorCode  int16
+}
+
 // EndTxn commits or aborts transactionalID's transaction: it writes
 // PrepareCommit or PrepareAbort, answers, and writes the markers and the
 // Complete* state in the background. Requests arriving meanwhile are
-// answered CONCURRENT_TRANSACTIONS.
-func (c *Coordinator) EndTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, commit bool) int16 {
+// answered CONCURRENT_TRANSACTIONS. v2 is an EndTxn v5 (KIP-890 part 2):
+// the epoch is bumped (decideEndV2) and the answer carries the new
+// producer id and epoch.
+func (c *Coordinator) EndTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, commit, v2 bool) EndResult {
+	fail := func(code int16) EndResult { return EndResult{ProducerID: -1, Epoch: -1, ErrorCode: code} }
 	e, code := c.existing(transactionalID)
 	if code != 0 {
-		return code
+		return fail(code)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return c.endLocked(ctx, e, producerID, epoch, commit, true)
+	if !v2 {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return fail(c.endLocked(ctx, e, producerID, epoch, commit, true))
+	}
+	newID := int64(-1)
+	for {
+		e.mu.Lock()
+		if e.unloaded {
+			e.mu.Unlock()
+			return fail(kerr.NotCoordinator.Code)
+		}
+		next, outcome, code := decideEndV2(e.meta, producerID, epoch, commit, newID, c.cfg.Now().UnixMilli())
+		if code == 0 && e.pending {
+			// Checked after the producer, as Kafka does: a fenced
+			// producer hears so even while a record is being written.
+			outcome, code = endFail, kerr.ConcurrentTransactions.Code
+		}
+		switch outcome {
+		case endFail:
+			e.mu.Unlock()
+			return fail(code)
+		case endAnswer:
+			pid, ep := endAnswerOf(e.meta)
+			e.mu.Unlock()
+			return EndResult{ProducerID: pid, Epoch: ep}
+		case endNeedNewID:
+			e.mu.Unlock()
+			id, err := c.cfg.NewProducerID(ctx)
+			if err != nil {
+				return fail(kerr.CoordinatorNotAvailable.Code)
+			}
+			newID = id
+			continue
+		}
+		if code := c.writeLocked(ctx, e, next); code != 0 {
+			e.mu.Unlock()
+			return fail(code)
+		}
+		c.startCompletionLocked(e)
+		pid, ep := endAnswerOf(next)
+		e.mu.Unlock()
+		return EndResult{ProducerID: pid, Epoch: ep}
+	}
 }
 
 // endLocked is EndTxn on a found entry, e.mu held.

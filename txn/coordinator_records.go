@@ -22,8 +22,9 @@ package txn
 //
 // v0 uses int16-length strings and int32-count arrays; v1 is flexible
 // (compact strings and arrays, tagged fields at the end of every struct).
-// sluice writes v1, so the previous producer id of KIP-360 survives a
-// coordinator change, and reads both. The format is frozen by Kafka.
+// sluice writes v1, so the previous producer id of KIP-360, and a
+// transaction version 2 transaction's version and next producer id
+// (KIP-890 part 2), survive a coordinator change, and reads both. The format is frozen by Kafka.
 //
 // Records go in uncompressed magic v2 batches with no producer id, one
 // record per batch, so each state change is applied whole or not at all.
@@ -112,6 +113,16 @@ func encodeValue(m *metadata, version int16) []byte {
 			tag = binary.AppendUvarint(tag, 8)
 			tags = append(tags, binary.BigEndian.AppendUint64(tag, uint64(m.lastProducerID)))
 		}
+		if m.hasNext {
+			tag := binary.AppendUvarint(nil, 1)
+			tag = binary.AppendUvarint(tag, 8)
+			tags = append(tags, binary.BigEndian.AppendUint64(tag, uint64(m.nextProducerID)))
+		}
+		if m.txnVersion != 0 {
+			tag := binary.AppendUvarint(nil, 2)
+			tag = binary.AppendUvarint(tag, 2)
+			tags = append(tags, binary.BigEndian.AppendUint16(tag, uint16(m.txnVersion)))
+		}
 		b = binary.AppendUvarint(b, uint64(len(tags)))
 		for _, t := range tags {
 			b = append(b, t...)
@@ -163,8 +174,15 @@ func decodeValue(b []byte) (metadata, error) {
 		for i := uint64(0); i < n && r.err == nil; i++ {
 			tag, size := r.uvarint(), r.uvarint()
 			data := r.bytes(int(size))
-			if tag == 0 && len(data) == 8 {
+			switch {
+			case tag == 0 && len(data) == 8:
 				m.lastProducerID = int64(binary.BigEndian.Uint64(data))
+			case tag == 1 && len(data) == 8:
+				if id := int64(binary.BigEndian.Uint64(data)); id >= 0 {
+					m.hasNext, m.nextProducerID = true, id
+				}
+			case tag == 2 && len(data) == 2:
+				m.txnVersion = int16(binary.BigEndian.Uint16(data))
 			}
 		}
 	}

@@ -87,7 +87,21 @@ type metadata struct {
 	partitions     []TopicPartition // sorted
 	startMs        int64            // start of the current transaction, -1 when none
 	updateMs       int64
+	// txnVersion is the client's transaction version of the running or
+	// last transaction (Kafka's ClientTransactionVersion): 2 when it was
+	// run with KIP-890 part 2 (AddPartitionsToTxn v4+ from a partition
+	// leader, EndTxn v5), which bumps the epoch at every end and marks
+	// its markers so.
+	txnVersion int16
+	// hasNext and nextProducerID: a transaction version 2 end whose epoch
+	// bump used up the producer id's epochs moves to nextProducerID at
+	// epoch 0 once its markers are written (Kafka's NextProducerId).
+	hasNext        bool
+	nextProducerID int64
 }
+
+// txnVersion2 is the transaction version of KIP-890 part 2.
+const txnVersion2 = 2
 
 func (m metadata) clone() metadata {
 	m.partitions = append([]TopicPartition(nil), m.partitions...)
@@ -224,8 +238,12 @@ func checkProducer(m metadata, producerID int64, epoch int16) int16 {
 }
 
 // decideAdd is AddPartitionsToTxn: write is false when every partition is
-// already in the running transaction.
-func decideAdd(m metadata, producerID int64, epoch int16, parts []TopicPartition, nowMs int64) (next metadata, write bool, code int16) {
+// already in the running transaction. txnVersion is the client's
+// transaction version the request implies (2 for a partition leader's add
+// of KIP-890 part 2, 0 for a client's AddPartitionsToTxn or
+// AddOffsetsToTxn, as Kafka's TransactionVersion rules give it); the
+// transaction takes it.
+func decideAdd(m metadata, producerID int64, epoch int16, parts []TopicPartition, txnVersion int16, nowMs int64) (next metadata, write bool, code int16) {
 	if code := checkProducer(m, producerID, epoch); code != 0 {
 		return m, false, code
 	}
@@ -240,6 +258,7 @@ func decideAdd(m metadata, producerID int64, epoch int16, parts []TopicPartition
 		}
 	}
 	next = m.clone()
+	next.txnVersion = txnVersion
 	if m.state != StateOngoing {
 		next.partitions = nil
 		next.startMs = nowMs
@@ -276,6 +295,12 @@ func decideEnd(m metadata, producerID int64, epoch int16, commit, fromClient boo
 		if epoch > m.epoch {
 			next.epoch, next.lastEpoch = epoch, noEpoch
 		}
+		if fromClient {
+			// An EndTxn before v5 ends the transaction at version 0, as
+			// Kafka's does: its markers carry the batches' own epoch,
+			// which a version 2 marker may not.
+			next.txnVersion = 0
+		}
 		next.updateMs = nowMs
 		return next, true, 0
 	case StateCompleteCommit:
@@ -310,6 +335,15 @@ func completed(m metadata, nowMs int64) metadata {
 	}
 	next.partitions = nil
 	next.updateMs = nowMs
+	if m.txnVersion >= txnVersion2 && m.hasNext {
+		// The bump of a transaction version 2 end used the last epoch:
+		// the producer goes on with the new id, as the EndTxn answer
+		// told it. lastEpoch stays the epoch the client last had.
+		next.lastProducerID = m.producerID
+		next.producerID = m.nextProducerID
+		next.epoch = 0
+	}
+	next.hasNext, next.nextProducerID = false, 0
 	return next
 }
 
@@ -329,4 +363,119 @@ func verifyPartitions(m metadata, producerID int64, epoch int16, parts []TopicPa
 		}
 	}
 	return 0, each
+}
+
+// endOutcome is what a transaction version 2 EndTxn does next.
+type endOutcome int
+
+const (
+	endFail      endOutcome = iota // answer code
+	endAnswer                      // a retry of an end already done: answer the current id and epoch
+	endWrite                       // persist next (Prepare*), answer the id and epoch it completes to
+	endNeedNewID                   // allocate a producer id and decide again
+)
+
+// decideEndV2 is EndTxn v5 (KIP-890 part 2) from a client, Kafka's
+// endTransaction for transaction version 2: every end bumps the epoch
+// (PrepareCommit / PrepareAbort carry epoch+1, and so do the markers),
+// the answer carries the producer id and epoch the producer goes on with,
+// an end whose bump uses the id's last epoch moves to a new producer id
+// (newProducerID, -1 until allocated), and an abort with no transaction
+// running is allowed (it only bumps the epoch). A retry of an end already
+// done is recognized by its epoch, one below the current one (or the
+// previous id's last epoch after a rotation), and answered without a
+// change; with the current epoch the same request is a new end.
+func decideEndV2(m metadata, producerID int64, epoch int16, commit bool, newProducerID int64, nowMs int64) (next metadata, outcome endOutcome, code int16) {
+	retryOnOverflow := m.lastProducerID == producerID && m.lastProducerID >= 0 && epoch == math.MaxInt16-1 && m.epoch == 0
+	retryOnBump := int32(m.epoch) == int32(epoch)+1
+	if m.producerID != producerID && !retryOnOverflow {
+		return m, endFail, kerr.InvalidProducerIDMapping.Code
+	}
+	var valid bool
+	switch m.state {
+	case StatePrepareCommit, StatePrepareAbort:
+		valid = retryOnBump
+	case StateCompleteCommit, StateCompleteAbort:
+		valid = retryOnBump || retryOnOverflow || epoch == m.epoch
+	default:
+		valid = epoch == m.epoch
+	}
+	if !valid {
+		return m, endFail, kerr.ProducerFenced.Code
+	}
+	retry := retryOnBump || retryOnOverflow
+	prepare := func(state State, noPartitionAdded bool) (metadata, endOutcome, int16) {
+		if m.epoch == math.MaxInt16 {
+			return m, endFail, kerr.ProducerFenced.Code
+		}
+		next := m.clone()
+		next.hasNext, next.nextProducerID = false, 0
+		if epochExhausted(m.epoch) {
+			if newProducerID < 0 {
+				return m, endNeedNewID, 0
+			}
+			next.hasNext, next.nextProducerID = true, newProducerID
+		}
+		next.epoch, next.lastEpoch = m.epoch+1, m.epoch
+		next.state = state
+		next.txnVersion = txnVersion2
+		if noPartitionAdded {
+			// Nothing was added: the transaction starts and ends now.
+			next.partitions = nil
+			next.startMs = nowMs
+		}
+		next.updateMs = nowMs
+		return next, endWrite, 0
+	}
+	invalid := func() (metadata, endOutcome, int16) { return m, endFail, kerr.InvalidTxnState.Code }
+	switch m.state {
+	case StateOngoing:
+		if commit {
+			return prepare(StatePrepareCommit, false)
+		}
+		return prepare(StatePrepareAbort, false)
+	case StateCompleteCommit:
+		switch {
+		case commit && retry:
+			return m, endAnswer, 0
+		case commit || retry:
+			return invalid()
+		}
+		return prepare(StatePrepareAbort, true)
+	case StateCompleteAbort:
+		switch {
+		case commit:
+			return invalid()
+		case retry:
+			return m, endAnswer, 0
+		}
+		return prepare(StatePrepareAbort, true)
+	case StatePrepareCommit:
+		if commit {
+			return m, endFail, kerr.ConcurrentTransactions.Code
+		}
+		return invalid()
+	case StatePrepareAbort:
+		if !commit {
+			return m, endFail, kerr.ConcurrentTransactions.Code
+		}
+		return invalid()
+	case StateEmpty:
+		if commit {
+			return invalid()
+		}
+		return prepare(StatePrepareAbort, true)
+	}
+	// Dead, PrepareEpochFence: being removed or fenced.
+	return m, endFail, kerr.ConcurrentTransactions.Code
+}
+
+// endAnswerOf is the producer id and epoch an EndTxn v5 answers for the
+// state m it wrote or found: the ones the producer goes on with once the
+// markers are written.
+func endAnswerOf(m metadata) (int64, int16) {
+	if m.txnVersion >= txnVersion2 && m.hasNext && (m.state == StatePrepareCommit || m.state == StatePrepareAbort) {
+		return m.nextProducerID, 0
+	}
+	return m.producerID, m.epoch
 }

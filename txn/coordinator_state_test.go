@@ -76,12 +76,12 @@ func TestInitRetryAfterLostAnswer(t *testing.T) {
 func TestDecideAddAndEnd(t *testing.T) {
 	tp := []TopicPartition{{"t", 1}, {"t", 0}}
 	// Add to an empty transaction starts it.
-	next, write, code := decideAdd(meta(StateEmpty, 10, 0), 10, 0, tp, 77)
+	next, write, code := decideAdd(meta(StateEmpty, 10, 0), 10, 0, tp, 0, 77)
 	if !write || code != 0 || next.state != StateOngoing || next.startMs != 77 || len(next.partitions) != 2 || next.partitions[0].Partition != 0 {
 		t.Fatalf("add: %+v write %v code %d", next, write, code)
 	}
 	// Adding what is there writes nothing.
-	if _, write, code := decideAdd(next, 10, 0, tp[:1], 78); write || code != 0 {
+	if _, write, code := decideAdd(next, 10, 0, tp[:1], 0, 78); write || code != 0 {
 		t.Fatalf("re-add: write %v code %d", write, code)
 	}
 	for _, c := range []struct {
@@ -95,7 +95,7 @@ func TestDecideAddAndEnd(t *testing.T) {
 		{"old epoch", next, 10, 1, kerr.ProducerFenced.Code},
 		{"markers in flight", meta(StatePrepareCommit, 10, 0), 10, 0, kerr.ConcurrentTransactions.Code},
 	} {
-		if _, _, code := decideAdd(c.m, c.pid, c.ep, tp, 1); code != c.code {
+		if _, _, code := decideAdd(c.m, c.pid, c.ep, tp, 0, 1); code != c.code {
 			t.Errorf("add, %s: code %d, want %d", c.name, code, c.code)
 		}
 	}

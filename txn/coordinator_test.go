@@ -113,10 +113,10 @@ func TestCoordinatorCommitFenceAndReload(t *testing.T) {
 		t.Fatalf("init: %+v", first)
 	}
 	parts := []TopicPartition{{"out", 0}, {"__consumer_offsets", 7}}
-	if code := c.AddPartitions(ctx, "tx", first.ProducerID, first.Epoch, parts); code != 0 {
+	if code := c.AddPartitions(ctx, "tx", first.ProducerID, first.Epoch, parts, 0); code != 0 {
 		t.Fatalf("add: %d", code)
 	}
-	if code := c.EndTxn(ctx, "tx", first.ProducerID, first.Epoch, true); code != 0 {
+	if code := c.EndTxn(ctx, "tx", first.ProducerID, first.Epoch, true, false).ErrorCode; code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
 	waitState(t, c, "tx", StateCompleteCommit)
@@ -129,7 +129,7 @@ func TestCoordinatorCommitFenceAndReload(t *testing.T) {
 	if second.ErrorCode != 0 || second.ProducerID != first.ProducerID || second.Epoch != 1 {
 		t.Fatalf("second init: %+v", second)
 	}
-	if code := c.AddPartitions(ctx, "tx", first.ProducerID, first.Epoch, parts); code != kerr.ProducerFenced.Code {
+	if code := c.AddPartitions(ctx, "tx", first.ProducerID, first.Epoch, parts, 0); code != kerr.ProducerFenced.Code {
 		t.Fatalf("fenced producer's add: %d", code)
 	}
 
@@ -138,13 +138,13 @@ func TestCoordinatorCommitFenceAndReload(t *testing.T) {
 	markers.mu.Lock()
 	markers.gate = make(chan struct{})
 	markers.mu.Unlock()
-	if code := c.AddPartitions(ctx, "tx", second.ProducerID, second.Epoch, parts[:1]); code != 0 {
+	if code := c.AddPartitions(ctx, "tx", second.ProducerID, second.Epoch, parts[:1], 0); code != 0 {
 		t.Fatalf("add: %d", code)
 	}
-	if code := c.EndTxn(ctx, "tx", second.ProducerID, second.Epoch, false); code != 0 {
+	if code := c.EndTxn(ctx, "tx", second.ProducerID, second.Epoch, false, false).ErrorCode; code != 0 {
 		t.Fatalf("abort: %d", code)
 	}
-	if code := c.AddPartitions(ctx, "tx", second.ProducerID, second.Epoch, parts[:1]); code != kerr.ConcurrentTransactions.Code {
+	if code := c.AddPartitions(ctx, "tx", second.ProducerID, second.Epoch, parts[:1], 0); code != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("add while markers are in flight: %d", code)
 	}
 	c.SetLeadership(1, nil)
@@ -179,7 +179,7 @@ func TestCoordinatorTimeoutAndReinitAbort(t *testing.T) {
 	c := newTestCoordinator(t, newMemLog(), markers, clock)
 
 	p := c.InitProducerID(ctx, "slow", 1000, -1, -1)
-	if code := c.AddPartitions(ctx, "slow", p.ProducerID, p.Epoch, []TopicPartition{{"t", 0}}); code != 0 {
+	if code := c.AddPartitions(ctx, "slow", p.ProducerID, p.Epoch, []TopicPartition{{"t", 0}}, 0); code != 0 {
 		t.Fatalf("add: %d", code)
 	}
 	c.AbortTimedOut(ctx)
@@ -192,13 +192,13 @@ func TestCoordinatorTimeoutAndReinitAbort(t *testing.T) {
 	if d.Epoch != p.Epoch+1 {
 		t.Fatalf("timeout abort must bump the epoch to fence the producer: %d", d.Epoch)
 	}
-	if code := c.EndTxn(ctx, "slow", p.ProducerID, p.Epoch, true); code != kerr.ProducerFenced.Code {
+	if code := c.EndTxn(ctx, "slow", p.ProducerID, p.Epoch, true, false).ErrorCode; code != kerr.ProducerFenced.Code {
 		t.Fatalf("zombie's commit: %d", code)
 	}
 
 	// Re-initializing an id with a running transaction aborts it first.
 	q := c.InitProducerID(ctx, "busy", 60000, -1, -1)
-	c.AddPartitions(ctx, "busy", q.ProducerID, q.Epoch, []TopicPartition{{"t", 1}})
+	c.AddPartitions(ctx, "busy", q.ProducerID, q.Epoch, []TopicPartition{{"t", 1}}, 0)
 	if r := c.InitProducerID(ctx, "busy", 60000, -1, -1); r.ErrorCode != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("re-init with a running transaction: %+v", r)
 	}

@@ -79,7 +79,27 @@
 // transaction.abort.timed.out.transaction.cleanup.interval.ms; ids idle for
 // transactional.id.expiration.ms are tombstoned by ExpireIDs.
 //
-// Not implemented: transaction.version 2 (KIP-890 part 2: EndTxn v5, epoch
-// bump per transaction, implicit AddPartitions by produce); the broker does
-// not advertise the feature, so clients use the classic protocol.
+// # Transaction version 2 (KIP-890 part 2)
+//
+// A transaction is run at the client's transaction version its requests
+// imply, as in Kafka: an add asked by a partition leader for a producer
+// (AddPartitionsToTxn v4+ without VerifyOnly, sent for Produce v12+ and
+// TxnOffsetCommit v5+) or an EndTxn v5 is version 2; a client's own
+// AddPartitionsToTxn or AddOffsetsToTxn is version 0. The version is kept
+// in the record (ClientTransactionVersion). EndTxn v5 (decideEndV2)
+// bumps the epoch at every commit or abort: PrepareCommit / PrepareAbort
+// and their markers (WriteTxnMarkers TransactionVersion 2) carry epoch+1,
+// so a late produce of the finished transaction is refused by the
+// partition; the answer carries the producer id and epoch the producer
+// goes on with. When the bump takes the last epoch (32767), a new producer
+// id is allocated, recorded as NextProducerId, and the Complete* state
+// moves to it at epoch 0. A retried EndTxn is known by its epoch (one
+// below the current one, or the previous id's 32766 after a move) and
+// answered with the current id and epoch; an abort with nothing added is
+// allowed and only bumps the epoch. Timeouts and InitProducerId fences
+// abort as in version 0 (one bump), as Kafka 4.4's coordinator also does.
+//
+// Not implemented: KIP-939's two-phase commit (InitProducerId v6,
+// keepPreparedTxn, transaction.two.phase.commit.enable), which kmsg does
+// not know either.
 package txn

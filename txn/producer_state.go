@@ -180,6 +180,10 @@ type ProducerState struct {
 	// unreplicated are completed transactions whose marker may not be below
 	// the high watermark yet, ordered by marker offset.
 	unreplicated []CompletedTxn
+	// verifying are the pending checks with the transaction coordinator,
+	// by producer id (verification.go); never persisted, as in Kafka.
+	verifying map[int64]verification
+	nextToken uint64
 }
 
 // NewProducerState returns an empty table.
@@ -265,6 +269,12 @@ func (s *ProducerState) Apply(batches []Batch) []CompletedTxn {
 		if b.ProducerID < 0 {
 			continue
 		}
+		switch {
+		case b.Control:
+			s.markerVoidsVerification(b.ProducerID, b.ProducerEpoch)
+		case b.Transactional:
+			s.clearVerification(b.ProducerID)
+		}
 		e := s.entry(b.ProducerID)
 		ai := appendInfo{entry: e, initialEpoch: e.Epoch}
 		hadTxn := e.TxnFirstOffset
@@ -335,6 +345,7 @@ func (s *ProducerState) OngoingTxns() map[int64]int64 {
 // timestamp is expirationMs or more before nowMs (producer.id.expiration.ms,
 // measured on batch timestamps as Kafka does) and returns how many.
 func (s *ProducerState) RemoveExpired(nowMs, expirationMs int64) int {
+	s.removeExpiredVerifications(nowMs, expirationMs)
 	n := 0
 	for id, e := range s.producers {
 		if expired(e, nowMs, expirationMs) {
