@@ -116,6 +116,9 @@ func allRows() []row {
 		// Transactions (java_transactions_test.go).
 		javaTransactionsRow(),
 		javaTxnCopierRow(),
+		// Quorum and cluster tools (java_quorum_test.go, issue 20).
+		javaMetadataQuorumRow(),
+		javaMetadataQuorumRF3Row(),
 		// A million keyed records cleaned on three nodes
 		// (java_compaction_test.go, issue 17).
 		javaCompactionRow(),

@@ -20,8 +20,7 @@ import (
 // Rows for Kafka's tools against a three-node cluster (cluster_test.go):
 // replicated topics as kafka-topics.sh and kafka-broker-api-versions.sh see
 // them, and an acks=all round trip through the console producer and
-// consumer. sluice has no DescribeQuorum, so kafka-metadata-quorum.sh has no
-// row.
+// consumer. kafka-metadata-quorum.sh has its rows in java_quorum_test.go.
 
 func javaTopicsRF3Row() row {
 	return javaClusterRow("java-topics-rf3", 3*time.Minute, runJavaTopicsRF3)
