@@ -40,6 +40,12 @@ import (
 
 func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !b.consumerGroupsEnabled() {
+		// group.version 0: Kafka's isConsumerGroupProtocolEnabled (features.go).
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	if code := b.consumerHeartbeatDenied(r, req); code != 0 {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = code

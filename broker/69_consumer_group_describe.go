@@ -30,6 +30,14 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *protocol.Re
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
 	for _, g := range req.Groups {
+		if !b.consumerGroupsEnabled() {
+			// group.version 0: every group UNSUPPORTED_VERSION, as
+			// Kafka's getErrorResponse answers (features.go).
+			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			dg.Group, dg.ErrorCode = g, kerr.UnsupportedVersion.Code
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
 		if !b.authorizedGroup(r, kmsg.ACLOperationDescribe, g) {
 			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
 			dg.Group, dg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code

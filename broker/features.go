@@ -27,6 +27,16 @@ func (b *Broker) featureLevel(name string) int16 {
 	return controller.FinalizedLevel(b.ctrl.Image(), name)
 }
 
+// consumerGroupsEnabled reports whether KIP-848 consumer groups may be
+// used: group.version 1 or more, as Kafka's isConsumerGroupProtocolEnabled
+// requires (with group.coordinator.rebalance.protocols naming consumer,
+// which decides whether ConsumerGroupHeartbeat is registered at all).
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+// UNSUPPORTED_VERSION otherwise.
+func (b *Broker) consumerGroupsEnabled() bool {
+	return b.featureLevel(controller.FeatureGroupVersion) >= 1
+}
+
 // registerFeatureHandlers registers UpdateFeatures (57) and gives the
 // client router the feature levels ApiVersions reports.
 func (b *Broker) registerFeatureHandlers(r quotaRouter) {

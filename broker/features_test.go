@@ -238,3 +238,56 @@ func TestUpdateFeaturesForwarded(t *testing.T) {
 		t.Fatalf("forwarded error: %d %v", resp.ErrorCode, strPtr(resp.ErrorMessage))
 	}
 }
+
+// TestGroupVersionGatesConsumerGroups: KIP-848 consumer groups need
+// group.version 1, as on Kafka (isConsumerGroupProtocolEnabled): at 0
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+// UNSUPPORTED_VERSION, and the upgrade brings them back.
+func TestGroupVersionGatesConsumerGroups(t *testing.T) {
+	n := sluicetest.Start(t)
+	addr := n.Addr()
+	heartbeat := func(member string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group = "gv-group"
+		req.MemberID = member
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicNames = []string{"gv-topic"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{} // empty, not null, on a join
+		_, kresp := dialRawConn(t, addr).do(req)
+		return kresp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+	}
+	describe := func() int16 {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"gv-group"}
+		_, kresp := dialRawConn(t, addr).do(req)
+		return kresp.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode
+	}
+	// The group's coordinator is ready once its partition of
+	// __consumer_offsets is created and loaded.
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey = "gv-group"
+		if _, kresp := dialRawConn(t, addr).do(fc); kresp.(*kmsg.FindCoordinatorResponse).ErrorCode != 0 {
+			return fmt.Errorf("FindCoordinator: error %d", kresp.(*kmsg.FindCoordinatorResponse).ErrorCode)
+		}
+		if code := heartbeat("sluice-test-member-00001"); code != 0 {
+			return fmt.Errorf("heartbeat at group.version 1: error %d", code)
+		}
+		return nil
+	})
+	if resp := updateFeatures(t, addr, 2, false, featureUpdate("group.version", 0, 2)); resp.ErrorCode != 0 {
+		t.Fatalf("downgrade: %d %v", resp.ErrorCode, strPtr(resp.ErrorMessage))
+	}
+	if hb, d := heartbeat("sluice-test-member-00002"), describe(); hb != kerr.UnsupportedVersion.Code || d != kerr.UnsupportedVersion.Code {
+		t.Fatalf("at group.version 0: heartbeat %d, describe %d, want UNSUPPORTED_VERSION (%d) for both", hb, d, kerr.UnsupportedVersion.Code)
+	}
+	if resp := updateFeatures(t, addr, 2, false, featureUpdate("group.version", 1, 1)); resp.ErrorCode != 0 {
+		t.Fatalf("upgrade: %d %v", resp.ErrorCode, strPtr(resp.ErrorMessage))
+	}
+	if hb, d := heartbeat("sluice-test-member-00003"), describe(); hb != 0 || d != 0 {
+		t.Fatalf("back at group.version 1: heartbeat %d, describe %d", hb, d)
+	}
+}

@@ -99,6 +99,10 @@ func allRows() []row {
 		javaConsoleGroupRow(),
 		kcatGroupRow(),
 		pythonGroupRow(),
+		// Feature levels with Kafka 4.4's kafka-features.sh
+		// (java_features_test.go, issue 20).
+		javaFeaturesRow(),
+		javaFeaturesRF3Row(),
 		// Three-node clusters (cluster_test.go).
 		kgoSuiteRF3Row(),
 		kgoSecurityRF3Row(),

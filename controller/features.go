@@ -56,7 +56,10 @@ package controller
 // image has no metadata.version, so two controllers racing to write it
 // change nothing twice. Later binaries that raise a supported max do not
 // raise a finalized level of an existing cluster: an operator does, with
-// kafka-features.sh upgrade, as with Kafka.
+// kafka-features.sh upgrade, as with Kafka. A node still running a binary
+// older than feature levels stops at the bootstrap entry, as at any
+// command type it does not know (fsm.go), and runs again once upgraded:
+// upgrade every node of such a cluster, not some of them.
 //
 // # Validation
 //
