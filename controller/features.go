@@ -25,10 +25,12 @@ package controller
 //     configuration entries), which is what kraft.version 1 (KIP-853)
 //     means. As in Kafka it is reported from the quorum, not from a
 //     FeatureLevelRecord, and cannot be downgraded.
-//   - transaction.version 0-1. Level 2 (KIP-890 part 2: EndTxn v5 and
-//     implicit AddPartitionsToTxn) is what Kafka's Java producer and
-//     franz-go switch on when it is finalized; it becomes 2 here once
-//     transactions v2 are built and pass their tests.
+//   - transaction.version 0-2. Level 2 is KIP-890 part 2 (EndTxn v5's
+//     epoch bump per transaction, partitions added by the partition
+//     leader for Produce v12+ and TxnOffsetCommit v5+; package txn), what
+//     Kafka's Java producer and franz-go switch on when it is finalized.
+//     sluice serves both protocols at every level, as Kafka does: the
+//     level only tells clients which one to use.
 //   - group.version 0-1: KIP-848 consumer groups exist.
 //   - eligible.leader.replicas.version 0-1: KIP-966's eligible leader
 //     replicas (elr.go; level 1 needs metadata.version 23, 4.0-IV1), on
@@ -106,13 +108,12 @@ type FeatureRange struct {
 // supportedFeatures is what this binary implements, one line per feature
 // (see the file comment). Raise a Max only together with the code that
 // makes the level true, and its tests:
-//   - transaction.version: 2 with transactions v2 (KIP-890 part 2);
 //   - share.version, streams.version: 1 (or 2) with share groups and
 //     streams groups.
 var supportedFeatures = []FeatureRange{
 	{FeatureMetadataVersion, 7, 33},
 	{FeatureKRaftVersion, 0, 1},
-	{FeatureTransactionVersion, 0, 1},
+	{FeatureTransactionVersion, 0, 2},
 	{FeatureGroupVersion, 0, 1},
 	{FeatureELRVersion, 0, 1},
 	{FeatureShareVersion, 0, 0},

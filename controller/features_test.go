@@ -63,7 +63,7 @@ func TestFinalizedFeatures(t *testing.T) {
 	}
 	tf.mustApply(updateFeaturesCmd{Levels: defaultFeatureLevels(), Bootstrap: true})
 	levels, epoch := FinalizedFeatures(tf.image())
-	want := map[string]int16{FeatureMetadataVersion: 33, FeatureKRaftVersion: 1, FeatureTransactionVersion: 1, FeatureGroupVersion: 1}
+	want := map[string]int16{FeatureMetadataVersion: 33, FeatureKRaftVersion: 1, FeatureTransactionVersion: 2, FeatureGroupVersion: 1}
 	for _, f := range supportedFeatures {
 		if f.Name == FeatureELRVersion && f.Max > 0 {
 			want[FeatureELRVersion] = f.Max
