@@ -313,8 +313,10 @@ func TestAlterGroupConfigsValidation(t *testing.T) {
 			"Can't APPEND to key consumer.session.timeout.ms because its type is not LIST."},
 		{"empty group id", "", []string{"set:consumer.session.timeout.ms=50000"}, kerr.InvalidRequest.Code,
 			"Default group resources are not allowed."},
-		{"share groups", group, []string{"set:share.session.timeout.ms=50000"}, kerr.InvalidConfig.Code,
-			`share.session.timeout.ms cannot be set: share groups (KIP-932) are not supported by sluice yet, so only its default "45000" may be set`},
+		{"share groups", group, []string{"set:share.assignment.interval.ms=0"}, kerr.InvalidConfig.Code,
+			`share.assignment.interval.ms cannot be set: this share group (KIP-932) setting is not supported by sluice yet, so only its default "1000" may be set`},
+		{"share session below min", group, []string{"set:share.session.timeout.ms=1000"}, kerr.InvalidConfig.Code,
+			"share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
 		{"streams groups", group, []string{"set:streams.num.standby.replicas=1"}, kerr.InvalidConfig.Code,
 			`streams.num.standby.replicas cannot be set: streams groups (KIP-1071) are not supported by sluice yet, so only its default "0" may be set`},
 		{"assignment interval", group, []string{"set:consumer.assignment.interval.ms=0"}, kerr.InvalidConfig.Code,
@@ -331,7 +333,7 @@ func TestAlterGroupConfigsValidation(t *testing.T) {
 		t.Errorf("refused changes left consumer.session.timeout.ms at %s, want 50000", str(c.Value))
 	}
 	// Setting a not-yet-supported key to its default is no promise broken.
-	mustAlterGroupConfigs(t, cl, group, "set:share.session.timeout.ms=45000")
+	mustAlterGroupConfigs(t, cl, group, "set:share.assignment.interval.ms=1000")
 }
 
 // TestGroupConfigsInMetadataLog: a group config set through one node of a

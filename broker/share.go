@@ -45,12 +45,19 @@ func (b *Broker) registerShareHandlers(r quotaRouter) {
 }
 
 // shareGroupSettings returns the session timeout and heartbeat interval a
-// share group runs with now: the broker's group.share.* values (a group's
-// own share.session.timeout.ms and share.heartbeat.interval.ms group
-// configs may only hold their defaults so far, config/group_keys.go).
+// share group runs with now: its share.session.timeout.ms and
+// share.heartbeat.interval.ms group configs where set, else the broker's
+// group.share.* values. The heartbeat handler reads them on every
+// heartbeat, so a change applies from each member's next heartbeat; they
+// are also groups.Config.ShareGroupSettings (members restored at a load).
 func (b *Broker) shareGroupSettings(group string) groups.ShareGroupSettings {
+	var set map[string]string
+	if img := b.metadata(); img != nil {
+		set = img.GroupConfigs[group]
+	}
+	t := b.cfg.ShareGroupTimeouts(set)
 	return groups.ShareGroupSettings{
-		SessionTimeout:    time.Duration(b.cfg.ShareGroupSessionTimeoutMs) * time.Millisecond,
-		HeartbeatInterval: time.Duration(b.cfg.ShareGroupHeartbeatMs) * time.Millisecond,
+		SessionTimeout:    time.Duration(t.SessionTimeoutMs) * time.Millisecond,
+		HeartbeatInterval: time.Duration(t.HeartbeatIntervalMs) * time.Millisecond,
 	}
 }

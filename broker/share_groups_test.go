@@ -22,15 +22,25 @@ import (
 	"github.com/sluicedev/sluice/sluicetest"
 )
 
-// shareHeartbeat sends one ShareGroupHeartbeat; topics nil leaves the
+// sendShareHeartbeat sends one ShareGroupHeartbeat; topics nil leaves the
 // subscription out.
-func shareHeartbeat(ctx context.Context, t *testing.T, cl *kgo.Client, group, member string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
-	t.Helper()
+func sendShareHeartbeat(ctx context.Context, cl *kgo.Client, group, member string, epoch int32, topics []string) (*kmsg.ShareGroupHeartbeatResponse, error) {
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
 	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, member, epoch, topics
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		t.Fatalf("ShareGroupHeartbeat %s/%s@%d: %v", group, member, epoch, err)
+		return nil, fmt.Errorf("ShareGroupHeartbeat %s/%s@%d: %w", group, member, epoch, err)
+	}
+	return resp, nil
+}
+
+// shareHeartbeat is sendShareHeartbeat failing the test on a transport
+// error.
+func shareHeartbeat(ctx context.Context, t *testing.T, cl *kgo.Client, group, member string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+	t.Helper()
+	resp, err := sendShareHeartbeat(ctx, cl, group, member, epoch, topics)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return resp
 }
@@ -76,7 +86,10 @@ type shareMember struct {
 
 func (m *shareMember) beat(ctx context.Context, t *testing.T, cl *kgo.Client, group string, topics []string) error {
 	t.Helper()
-	resp := shareHeartbeat(ctx, t, cl, group, m.id, m.epoch, topics)
+	resp, err := sendShareHeartbeat(ctx, cl, group, m.id, m.epoch, topics)
+	if err != nil {
+		return err
+	}
 	if resp.ErrorCode != 0 {
 		return shareErr(resp.ErrorCode)
 	}
@@ -85,6 +98,20 @@ func (m *shareMember) beat(ctx context.Context, t *testing.T, cl *kgo.Client, gr
 		m.assigned = a
 	}
 	return nil
+}
+
+// join makes m join group with topics, waiting while the coordinator's
+// partition of a new cluster still loads.
+func (m *shareMember) join(ctx context.Context, t *testing.T, cl *kgo.Client, group string, topics []string) {
+	t.Helper()
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		m.epoch = 0
+		err := m.beat(ctx, t, cl, group, topics)
+		if err != nil && !errors.Is(err, kerr.CoordinatorLoadInProgress) && !errors.Is(err, kerr.NotCoordinator) && !errors.Is(err, kerr.CoordinatorNotAvailable) {
+			t.Fatalf("member %s joining %s: %v", m.id, group, err)
+		}
+		return err
+	})
 }
 
 func shareNode(t *testing.T, extra ...string) *sluicetest.Node {
@@ -116,7 +143,7 @@ func TestShareGroupsNeedShareVersion(t *testing.T) {
 // Kafka shows a share group, leave, and the errors Kafka gives come back.
 func TestShareGroupMembership(t *testing.T) {
 	broker.ForceShareGroups(t)
-	n := shareNode(t, "group.share.max.size=3")
+	n := shareNode(t, "group.share.max.size=3", "group.share.session.timeout.ms=30000")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl := n.Client()
@@ -128,9 +155,7 @@ func TestShareGroupMembership(t *testing.T) {
 	topics := []string{"queue"}
 
 	m1 := &shareMember{id: "member-one"}
-	if err := m1.beat(ctx, t, cl, group, topics); err != nil {
-		t.Fatalf("first join: %v", err)
-	}
+	m1.join(ctx, t, cl, group, topics)
 	if m1.epoch < 1 || !slices.Equal(m1.assigned, []int32{0, 1, 2, 3}) {
 		t.Fatalf("a lone member has epoch %d and partitions %v, want every partition", m1.epoch, m1.assigned)
 	}
@@ -205,6 +230,15 @@ func TestShareGroupMembership(t *testing.T) {
 	if cresp, err := chb.RequestWith(ctx, cl); err != nil || cresp.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("ConsumerGroupHeartbeat on a share group: %v %v, want GROUP_ID_NOT_FOUND", err, cresp)
 	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = group, 10000, 10000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	if jresp, err := jg.RequestWith(ctx, cl); err != nil || jresp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("JoinGroup on a share group: %v %v, want INCONSISTENT_GROUP_PROTOCOL", err, jresp)
+	}
+	if _, err := adm.FetchOffsets(ctx, group); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Errorf("OffsetFetch of a share group: %v, want GROUP_ID_NOT_FOUND", err)
+	}
 	if dr, err := adm.DeleteGroups(ctx, group); err != nil || !errors.Is(dr[group].Err, kerr.NonEmptyGroup) {
 		t.Errorf("deleting a share group with members: %v %v, want NON_EMPTY_GROUP", err, dr)
 	}
@@ -250,9 +284,7 @@ func TestShareGroupSharesPartitions(t *testing.T) {
 	members := make([]*shareMember, 4)
 	for i := range members {
 		members[i] = &shareMember{id: fmt.Sprintf("m%d", i)}
-		if err := members[i].beat(ctx, t, cl, "crowd", []string{"small"}); err != nil {
-			t.Fatal(err)
-		}
+		members[i].join(ctx, t, cl, "crowd", []string{"small"})
 	}
 	holders := map[int32]int{}
 	for _, m := range members {
@@ -282,9 +314,7 @@ func TestShareGroupSessionExpiry(t *testing.T) {
 	}
 	live, silent := &shareMember{id: "live"}, &shareMember{id: "silent"}
 	for _, m := range []*shareMember{live, silent} {
-		if err := m.beat(ctx, t, cl, "expiry", []string{"work"}); err != nil {
-			t.Fatal(err)
-		}
+		m.join(ctx, t, cl, "expiry", []string{"work"})
 	}
 	sluicetest.WaitFor(t, 20*time.Second, func() error {
 		if err := live.beat(ctx, t, cl, "expiry", nil); err != nil {
@@ -324,10 +354,7 @@ func TestShareGroupCoordinatorFailover(t *testing.T) {
 	}
 	const group = "durable"
 	a, b := &shareMember{id: "a"}, &shareMember{id: "b"}
-	// The coordinator's partition may still be loading on a new cluster.
-	sluicetest.WaitFor(t, 30*time.Second, func() error {
-		return a.beat(ctx, t, cl, group, []string{"jobs"})
-	})
+	a.join(ctx, t, cl, group, []string{"jobs"})
 	for _, m := range []*shareMember{b, a} {
 		if err := m.beat(ctx, t, cl, group, []string{"jobs"}); err != nil {
 			t.Fatal(err)
@@ -358,10 +385,16 @@ func TestShareGroupCoordinatorFailover(t *testing.T) {
 				return fmt.Errorf("member %s: %w", m.id, err)
 			}
 		}
-		after = shareDescribe(ctx, t, cl2, group)
-		if after.ErrorCode != 0 {
-			return shareErr(after.ErrorCode)
+		req := kmsg.NewPtrShareGroupDescribeRequest()
+		req.GroupIDs = []string{group}
+		resp, err := req.RequestWith(ctx, cl2)
+		if err != nil {
+			return err
 		}
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+			return fmt.Errorf("describe: %+v", resp.Groups)
+		}
+		after = resp.Groups[0]
 		return nil
 	})
 	if after.GroupEpoch != before.GroupEpoch || len(after.Members) != 2 {
@@ -375,5 +408,40 @@ func TestShareGroupCoordinatorFailover(t *testing.T) {
 	}
 	if len(a.assigned)+len(b.assigned) != 4 {
 		t.Fatalf("assignments after the failover: %v and %v", a.assigned, b.assigned)
+	}
+}
+
+// TestShareGroupConfigs: a share group's share.heartbeat.interval.ms and
+// share.session.timeout.ms group configs apply from the members' next
+// heartbeat, and values outside the broker's group.share.min/max bounds are
+// refused.
+func TestShareGroupConfigs(t *testing.T) {
+	broker.ForceShareGroups(t)
+	n := shareNode(t, "group.share.session.timeout.ms=30000")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := n.Client()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "cfg"); err != nil {
+		t.Fatal(err)
+	}
+	m := &shareMember{id: "m1"}
+	m.join(ctx, t, cl, "tuned", []string{"cfg"})
+	resp := shareHeartbeat(ctx, t, cl, "tuned", m.id, m.epoch, nil)
+	if resp.ErrorCode != 0 || resp.HeartbeatIntervalMillis != 200 {
+		t.Fatalf("heartbeat: %v, interval %d, want the broker's 200", shareErr(resp.ErrorCode), resp.HeartbeatIntervalMillis)
+	}
+	mustAlterGroupConfigs(t, cl, "tuned", "set:share.heartbeat.interval.ms=300", "set:share.session.timeout.ms=45000")
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		resp := shareHeartbeat(ctx, t, cl, "tuned", m.id, m.epoch, nil)
+		if resp.ErrorCode != 0 {
+			return shareErr(resp.ErrorCode)
+		}
+		if resp.HeartbeatIntervalMillis != 300 {
+			return fmt.Errorf("interval %d, want the group's 300", resp.HeartbeatIntervalMillis)
+		}
+		return nil
+	})
+	if code, msg := alterGroupConfigs(t, cl, "tuned", false, "set:share.session.timeout.ms=500"); code != kerr.InvalidConfig.Code {
+		t.Fatalf("a session timeout below group.share.min.session.timeout.ms: %v %q, want INVALID_CONFIG", shareErr(code), msg)
 	}
 }

@@ -41,8 +41,8 @@ type GroupSupport int8
 const (
 	// GroupEnforced keys take effect on the group.
 	GroupEnforced GroupSupport = iota
-	// GroupShareOnly keys configure share groups (KIP-932), which sluice
-	// does not have yet: only the default may be set.
+	// GroupShareOnly keys configure a part of share groups (KIP-932) that
+	// sluice does not have yet: only the default may be set.
 	GroupShareOnly
 	// GroupStreamsOnly keys configure streams groups (KIP-1071), which
 	// sluice does not have yet: only the default may be set.
@@ -139,10 +139,10 @@ var groupKeyList = []GroupKey{
 	{Name: "consumer.assignor.offload.enable", Type: TypeBoolean, Default: "true", BrokerSynonym: "group.consumer.assignor.offload.enable", Internal: true, Support: GroupNotYet,
 		NotYet: "sluice computes assignments on the heartbeat's path",
 		Doc:    "Whether consumer group assignment runs on a background thread. Not supported by sluice yet: only the default may be set."},
-	{Name: "share.session.timeout.ms", Type: TypeInt, Default: "45000", BrokerSynonym: "group.share.session.timeout.ms", Support: GroupShareOnly,
-		Doc: "The session timeout of share group members.", check: groupAtLeast(1)},
-	{Name: "share.heartbeat.interval.ms", Type: TypeInt, Default: "5000", BrokerSynonym: "group.share.heartbeat.interval.ms", Support: GroupShareOnly,
-		Doc: "The heartbeat interval given to share group members.", check: groupAtLeast(1)},
+	{Name: "share.session.timeout.ms", Type: TypeInt, Default: "45000", BrokerSynonym: "group.share.session.timeout.ms", Support: GroupEnforced,
+		Doc: "The session timeout of the group's share group (KIP-932) members: a member that sends no heartbeat for this long is removed. It must lie within group.share.min.session.timeout.ms and group.share.max.session.timeout.ms; a change applies to each member from its next heartbeat.", check: groupAtLeast(1)},
+	{Name: "share.heartbeat.interval.ms", Type: TypeInt, Default: "5000", BrokerSynonym: "group.share.heartbeat.interval.ms", Support: GroupEnforced,
+		Doc: "The heartbeat interval the coordinator gives the group's share group (KIP-932) members. It must lie within group.share.min.heartbeat.interval.ms and group.share.max.heartbeat.interval.ms; members get a new value in their next heartbeat response.", check: groupAtLeast(1)},
 	{Name: "share.record.lock.duration.ms", Type: TypeInt, Default: "30000", BrokerSynonym: "group.share.record.lock.duration.ms", Support: GroupEnforced,
 		Doc: "How long a share group member holds the records it acquired.", check: groupAtLeast(1000)},
 	{Name: "share.delivery.count.limit", Type: TypeInt, Default: "5", BrokerSynonym: "group.share.delivery.count.limit", Support: GroupEnforced,
@@ -258,7 +258,7 @@ func (k *GroupKey) parseGroupValue(value string) (string, error) {
 func (k *GroupKey) unsupported(def string) error {
 	switch k.Support {
 	case GroupShareOnly:
-		return groupErrorf("%s cannot be set: share groups (KIP-932) are not supported by sluice yet, so only its default %q may be set", k.Name, def)
+		return groupErrorf("%s cannot be set: this share group (KIP-932) setting is not supported by sluice yet, so only its default %q may be set", k.Name, def)
 	case GroupStreamsOnly:
 		return groupErrorf("%s cannot be set: streams groups (KIP-1071) are not supported by sluice yet, so only its default %q may be set", k.Name, def)
 	}
@@ -336,6 +336,21 @@ func (b *Broker) ConsumerGroupTimeouts(groupConfigs map[string]string) ConsumerG
 	return t
 }
 
+// ShareGroupTimeouts returns the session timeout and heartbeat interval of
+// a share group (KIP-932) with configs groupConfigs: its
+// share.session.timeout.ms and share.heartbeat.interval.ms when set and
+// valid, else the broker's group.share.* values.
+func (b *Broker) ShareGroupTimeouts(groupConfigs map[string]string) ConsumerGroupTimeouts {
+	t := ConsumerGroupTimeouts{SessionTimeoutMs: b.ShareGroupSessionTimeoutMs, HeartbeatIntervalMs: b.ShareGroupHeartbeatMs}
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["share.session.timeout.ms"]), 10, 32); err == nil && n > 0 {
+		t.SessionTimeoutMs = int32(n)
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["share.heartbeat.interval.ms"]), 10, 32); err == nil && n > 0 {
+		t.HeartbeatIntervalMs = int32(n)
+	}
+	return t
+}
+
 // ValidateGroup checks a group's whole set of explicitly set configs as
 // Kafka's controller does, in its order: every name is a group config,
 // every value parses and passes its key's check, the consumer group
@@ -365,12 +380,15 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 	}
 
 	t := b.ConsumerGroupTimeouts(parsed)
+	st := b.ShareGroupTimeouts(parsed)
 	bounds := []struct {
 		key, minKey, maxKey string
 		value, min, max     int32
 	}{
 		{"consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", t.HeartbeatIntervalMs, b.ConsumerGroupMinHeartbeatMs, b.ConsumerGroupMaxHeartbeatMs},
 		{"consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", t.SessionTimeoutMs, b.ConsumerGroupMinSessionTimeoutMs, b.ConsumerGroupMaxSessionTimeoutMs},
+		{"share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", st.HeartbeatIntervalMs, b.ShareGroupMinHeartbeatMs, b.ShareGroupMaxHeartbeatMs},
+		{"share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", st.SessionTimeoutMs, b.ShareGroupMinSessionTimeoutMs, b.ShareGroupMaxSessionTimeoutMs},
 	}
 	for _, c := range bounds {
 		if _, set := parsed[c.key]; set && (c.value < c.min || c.value > c.max) {

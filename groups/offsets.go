@@ -266,6 +266,12 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 			out.ErrorCode = code
 			return out
 		}
+		if g.share != nil && g.state != stateDead {
+			// Kafka's ShareGroup.validateOffsetFetch: "Group g is not a
+			// consumer group." (share groups keep no committed offsets).
+			out.ErrorCode = kerr.GroupIDNotFound.Code
+			return out
+		}
 		if g.state != stateDead {
 			offsets = g.offsets
 			if requireStable && version >= 7 {
@@ -338,8 +344,8 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 	switch {
 	case g.unloaded:
 		resp.ErrorCode = kerr.NotCoordinator.Code
-	case g.state == stateDead:
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
+	case g.state == stateDead, g.share != nil:
+		resp.ErrorCode = kerr.GroupIDNotFound.Code // a share group has no committed offsets (Kafka: not a consumer group)
 	case g.state == stateEmpty:
 	case g.consumer != nil:
 		subscribed = c.consumerSubscribedTopicsLocked(g)
