@@ -87,7 +87,12 @@ func TestLoneNodeControlledShutdown(t *testing.T) {
 		t.Fatalf("broker after controlled shutdown = %+v", b)
 	}
 	for _, p := range img.Topics["t"].Partitions {
-		wantPartition(t, p, -1, 1, 1, testNodeID)
+		// Its last in-sync replica leaving, the ISR empties and the
+		// node is the partition's eligible leader replica (KIP-966).
+		wantPartition(t, p, -1, 1, 1)
+		if !slices.Equal(p.ELR, []int32{testNodeID}) {
+			t.Fatalf("partition %d ELR %v, want [%d]", p.Partition, p.ELR, testNodeID)
+		}
 	}
 	c.pokeReconcile()
 	c.reconcile(testCtx(t))

@@ -150,14 +150,15 @@ func TestClusterAlterPartitionAndUncleanElection(t *testing.T) {
 	_, err = ctrl.AlterPartition(testCtx(t), req)
 	wantKafkaErr(t, err, kerr.InvalidUpdateVersion)
 
-	// The only in-sync replica dies: offline, b is out of sync.
+	// The only in-sync replica dies: offline, b is out of sync; the ISR
+	// empties and a is the eligible leader replica (KIP-966).
 	tc.stop(a, true)
 	tc.waitAllImages(5*time.Second, "u offline", func(img *Image) bool {
 		if img.Topics["u"] == nil {
 			return false
 		}
 		p := img.Topics["u"].Partitions[0]
-		return img.Brokers[a].Fenced && p.Leader == -1 && slices.Equal(p.ISR, []int32{a})
+		return img.Brokers[a].Fenced && p.Leader == -1 && len(p.ISR) == 0 && slices.Equal(p.ELR, []int32{a})
 	})
 	// Reconciles keep it offline while unclean election is off.
 	ctrl.pokeReconcile()
