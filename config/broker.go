@@ -111,6 +111,7 @@ type Broker struct {
 	MaxConnectionsPerIPOverrides string // max.connections.per.ip.overrides
 	MaxConnectionCreationRate    int32  // max.connection.creation.rate
 	FetchMaxBytes                int32  // fetch.max.bytes
+	TelemetryMaxBytes            int32  // telemetry.max.bytes (KIP-714 PushTelemetry)
 	RequestTimeoutMs             int32  // request.timeout.ms
 
 	ReplicaLagTimeMaxMs                 int64 // replica.lag.time.max.ms
@@ -265,6 +266,7 @@ var bindings = []binding{
 	fieldFor("max.connections.per.ip.overrides", func(b *Broker) any { return &b.MaxConnectionsPerIPOverrides }),
 	fieldFor("max.connection.creation.rate", func(b *Broker) any { return &b.MaxConnectionCreationRate }),
 	fieldFor("fetch.max.bytes", func(b *Broker) any { return &b.FetchMaxBytes }),
+	fieldFor("telemetry.max.bytes", func(b *Broker) any { return &b.TelemetryMaxBytes }),
 	fieldFor("request.timeout.ms", func(b *Broker) any { return &b.RequestTimeoutMs }),
 	fieldFor("replica.lag.time.max.ms", func(b *Broker) any { return &b.ReplicaLagTimeMaxMs }),
 	fieldFor("replica.fetch.max.bytes", func(b *Broker) any { return &b.ReplicaFetchMaxBytes }),

@@ -72,6 +72,7 @@ var brokerKeyList = []keyDef{
 	bk("request.timeout.ms", TypeInt, v("30000"), ro, "Timeout for requests this broker sends to other brokers.", atLeast(0)),
 	bk("fetch.max.bytes", TypeInt, v("57671680"), ro, "Most bytes returned for one Fetch request.", atLeast(1024)),
 	bk("max.incremental.fetch.session.cache.slots", TypeInt, v("1000"), ro, "Most incremental fetch sessions (KIP-227) kept.", atLeast(0)).later(22, "incremental fetch sessions (KIP-227)"),
+	bk("telemetry.max.bytes", TypeInt, v("1048576"), ro, "Largest metrics payload a client may send in one PushTelemetry (KIP-714); a larger one is TELEMETRY_TOO_LARGE. GetTelemetrySubscriptions tells clients this limit.", atLeast(1)),
 
 	// Topics and replication.
 	bk("auto.create.topics.enable", TypeBoolean, v("true"), ro, "Create a topic when a client asks for its metadata and it does not exist (a Metadata request that allows auto-creation); that request is answered UNKNOWN_TOPIC_OR_PARTITION and the topic shows on the next."),

@@ -269,5 +269,4 @@ var kafkaOnlyKeys = []keyDef{
 	bk("replica.socket.receive.buffer.bytes", TypeInt, v("65536"), ro, "SO_RCVBUF of follower fetch sockets.").later(0, "SO_RCVBUF on follower fetch sockets"),
 	bk("socket.connection.setup.timeout.max.ms", TypeLong, v("30000"), ro, "Longest wait for a connection to another broker, after backoff.").later(0, "connection setup timeouts between brokers"),
 	bk("socket.connection.setup.timeout.ms", TypeLong, v("10000"), ro, "Time to wait for a connection to another broker to be set up.").later(0, "connection setup timeouts between brokers"),
-	bk("telemetry.max.bytes", TypeInt, v("1048576"), ro, "Largest client telemetry push (KIP-714).").later(20, "client telemetry (KIP-714)"),
 }
