@@ -9,9 +9,11 @@ package broker
 // always comes once the new configuration is committed.
 //
 // Checks, with Kafka's errors: a ClusterID that is not this cluster's is
-// INCONSISTENT_CLUSTER_ID; a negative voter id, or listeners without one
-// named in controller.listener.names, INVALID_REQUEST ("Provided listeners
-// ... do not contain a listener for ..."); a voter already in the set
+// INCONSISTENT_CLUSTER_ID; a negative voter id or the zero directory id
+// INVALID_REQUEST ("Add voter request didn't include a valid voter", as
+// Kafka 4.4 answers), and so are listeners without one named in
+// controller.listener.names ("Provided listeners ... do not contain a
+// listener for ..."); a voter already in the set
 // DUPLICATE_VOTER; a node that does not replicate the log, or has not
 // caught up, REQUEST_TIMED_OUT. Forwarded to the active controller
 // (quorum.go). Authorization: ALTER on the cluster.
@@ -56,8 +58,8 @@ func (b *Broker) checkAddRaftVoter(req *kmsg.AddRaftVoterRequest) error {
 	if req.ClusterID != nil && *req.ClusterID != b.ClusterID() {
 		return fmt.Errorf("%w: cluster id %s is not this cluster's (%s)", kerr.InconsistentClusterID, *req.ClusterID, b.ClusterID())
 	}
-	if req.VoterID < 0 {
-		return fmt.Errorf("%w: invalid voter id %d", kerr.InvalidRequest, req.VoterID)
+	if req.VoterID < 0 || req.VoterDirectoryID == ([16]byte{}) {
+		return fmt.Errorf("%w: Add voter request didn't include a valid voter", kerr.InvalidRequest)
 	}
 	names := b.cfg.ControllerListenerNames()
 	if !slices.ContainsFunc(req.Listeners, func(l kmsg.AddRaftVoterRequestListener) bool {

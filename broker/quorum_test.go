@@ -101,11 +101,18 @@ func TestDescribeQuorumLoneBroker(t *testing.T) {
 
 	rm := kmsg.NewPtrRemoveRaftVoterRequest()
 	rm.VoterID = 1
+	// Kafka 4.4 refuses the zero directory id, then sluice the only voter.
+	if r := quorumRequest(t, cl, 1, rm).(*kmsg.RemoveRaftVoterResponse); r.ErrorCode != kerr.InvalidRequest.Code ||
+		deref(r.ErrorMessage) != "Remove voter request didn't include a valid voter" {
+		t.Fatalf("removing a voter without directory id: %v %q, want INVALID_REQUEST", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
+	}
+	rm.VoterDirectoryID = p.CurrentVoters[0].ReplicaDirectoryID
 	if code := quorumRequest(t, cl, 1, rm).(*kmsg.RemoveRaftVoterResponse).ErrorCode; code != kerr.InvalidRequest.Code {
 		t.Fatalf("removing the only voter: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
 	}
 	add := kmsg.NewPtrAddRaftVoterRequest()
 	add.VoterID = 2
+	add.VoterDirectoryID = [16]byte{2}
 	add.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}
 	if code := quorumRequest(t, cl, 1, add).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.RequestTimedOut.Code {
 		t.Fatalf("adding a node that does not exist: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
@@ -191,6 +198,7 @@ func TestQuorumReplaceDeadVoter(t *testing.T) {
 
 	add := kmsg.NewPtrAddRaftVoterRequest()
 	add.VoterID = 4
+	add.VoterDirectoryID = [16]byte{4}
 	add.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}
 	if r := quorumRequest(t, cl, via, add).(*kmsg.AddRaftVoterResponse); r.ErrorCode != 0 {
 		t.Fatalf("AddRaftVoter 4: %v %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
@@ -288,11 +296,13 @@ func TestQuorumRemoveActiveController(t *testing.T) {
 	c := sluicetest.StartCluster(t, 4)
 	cl := clusterClient(c)
 	ctrl := c.Controller()
+	var p0 kmsg.DescribeQuorumResponseTopicPartition
 	sluicetest.WaitFor(t, 15*time.Second, func() error {
 		_, p, err := tryDescribeQuorum(cl, 4, 2)
 		if err != nil {
 			return err
 		}
+		p0 = p
 		if len(p.Observers) != 1 || p.Observers[0].LastCaughtUpTimestamp <= 0 {
 			return fmt.Errorf("observers %+v, want node 4 caught up", p.Observers)
 		}
@@ -300,12 +310,18 @@ func TestQuorumRemoveActiveController(t *testing.T) {
 	})
 	add := kmsg.NewPtrAddRaftVoterRequest()
 	add.VoterID = 4
+	add.VoterDirectoryID = [16]byte{4}
 	add.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}
 	if r := quorumRequest(t, cl, 4, add).(*kmsg.AddRaftVoterResponse); r.ErrorCode != 0 {
 		t.Fatalf("AddRaftVoter 4: %v %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
 	}
 	rm := kmsg.NewPtrRemoveRaftVoterRequest()
 	rm.VoterID = int32(ctrl)
+	for _, v := range p0.CurrentVoters {
+		if v.ReplicaID == int32(ctrl) {
+			rm.VoterDirectoryID = v.ReplicaDirectoryID
+		}
+	}
 	if r := quorumRequest(t, cl, 4, rm).(*kmsg.RemoveRaftVoterResponse); r.ErrorCode != 0 {
 		t.Fatalf("RemoveRaftVoter %d (the controller): %v %s", ctrl, kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
 	}

@@ -36,12 +36,13 @@ package controller
 // and raft names a server by node id alone; the directory id sluice
 // reports is derived from the cluster id and the node id
 // (DirectoryID), stable for the life of the cluster, and only the node
-// id identifies a voter. AddRaftVoter takes any directory id (the tool
-// reads it from the new node's meta.properties, which sluice does not
-// check); RemoveRaftVoter requires the id DescribeQuorum reports, or the
-// zero id, which a static KRaft quorum (kraft.version 0) reports for every
-// voter, and otherwise answers VOTER_NOT_FOUND as Kafka does for a
-// mismatched directory id.
+// id identifies a voter. (A static KRaft quorum, kraft.version 0, reports
+// the zero id for every voter instead.) As in Kafka 4.4, both AddRaftVoter
+// and RemoveRaftVoter refuse the zero id with INVALID_REQUEST ("... didn't
+// include a valid voter"); AddRaftVoter takes any other (the tool reads it
+// from the new node's meta.properties, which sluice cannot check), and
+// RemoveRaftVoter requires the one DescribeQuorum reports, answering
+// VOTER_NOT_FOUND otherwise, as Kafka does for a mismatched directory id.
 //
 // Voter changes. AddRaftVoter promotes a node that already replicates the
 // log as a non-voter (an observer, in KIP-853's words: Kafka too adds only
@@ -281,7 +282,7 @@ func (c *Controller) AddVoter(ctx context.Context, id int32) error {
 }
 
 // RemoveVoter removes node id from the voters of the metadata quorum
-// (RemoveRaftVoter). directoryID must be DirectoryID(id) or zero. Errors
+// (RemoveRaftVoter). directoryID must be DirectoryID(id). Errors
 // carry Kafka's codes: NOT_CONTROLLER off the active controller,
 // VOTER_NOT_FOUND for a node that is no voter or a wrong directory id,
 // INVALID_REQUEST for the last voter, REQUEST_TIMED_OUT for a change
@@ -297,7 +298,7 @@ func (c *Controller) RemoveVoter(ctx context.Context, id int32, directoryID [16]
 		return err
 	}
 	isVoter := slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == raftServerID(id) && s.Suffrage == raft.Voter })
-	if !isVoter || (directoryID != [16]byte{} && directoryID != c.DirectoryID(id)) {
+	if !isVoter || directoryID != c.DirectoryID(id) {
 		return fmt.Errorf("%w: Cannot remove voter ReplicaKey(id=%d, directoryId=%s) from the set of voters %s", kerr.VoterNotFound, id, uuidString(directoryID), voterIDs(servers))
 	}
 	voters := 0
