@@ -84,8 +84,8 @@ func TestOpenSingleNode(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(applied) != 2 { // InitCluster, RegisterBroker
-		t.Fatalf("OnApply saw indexes %v, want 2 commands", applied)
+	if len(applied) != 3 { // InitCluster, UpdateFeatures (features.go), RegisterBroker
+		t.Fatalf("OnApply saw indexes %v, want 3 commands", applied)
 	}
 }
 
