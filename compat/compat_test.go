@@ -120,6 +120,9 @@ func allRows() []row {
 		// Transactions (java_transactions_test.go).
 		javaTransactionsRow(),
 		javaTxnCopierRow(),
+		// Transactions v2 with the Java producer (java_txn_v2_test.go).
+		javaTxnV2Row(),
+		javaTxnV2RF3Row(),
 		// Quorum and cluster tools (java_quorum_test.go, issue 20).
 		javaMetadataQuorumRow(),
 		javaMetadataQuorumRF3Row(),

@@ -106,8 +106,11 @@ func runJavaTransactions(ctx context.Context, env *rowEnv) error {
 	// marker at 4); a second writes 3 records to partition 0 (from
 	// offset 5) and 2 to partition 1 and stays open.
 	newTxnClient := func(id string) (*kgo.Client, error) {
+		// Transactions v1 (see txnV1MaxVersions): describe-producers then
+		// shows the committed producer's last sequence, which a v2 end's
+		// epoch bump resets.
 		return kgo.NewClient(kgo.SeedBrokers(env.broker.addr), kgo.TransactionalID(id),
-			kgo.TransactionTimeout(time.Minute), manualPartitions())
+			kgo.TransactionTimeout(time.Minute), manualPartitions(), txnV1MaxVersions())
 	}
 	done, err := newTxnClient("compat-txn-done")
 	if err != nil {
