@@ -296,3 +296,61 @@ func TestShareFetchLongPollWakesOnProduce(t *testing.T) {
 		t.Fatalf("long poll acquired %q, want 0-2", acquiredString(p))
 	}
 }
+
+// With share.isolation.level=read_committed a share group gets only
+// committed records: the offsets of an aborted transaction (and its abort
+// marker) are archived, never acquired; the commit marker is acquired with
+// its transaction, for the client to acknowledge as a gap.
+func TestShareFetchReadCommittedArchivesAborted(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic, group = "sq-txn", "g-txn"
+	n, id, producer := sharePartitionsNode(t, topic)
+	mustAlterGroupConfigs(t, n.Client(), group, "set:share.auto.offset.reset=earliest", "set:share.isolation.level=read_committed")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	txc := n.Client(kgo.TransactionalID("sq-tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	t.Cleanup(txc.Close)
+	for _, commit := range []kgo.TransactionEndTry{kgo.TryAbort, kgo.TryCommit} {
+		if err := txc.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var rs []*kgo.Record
+		for i := range 3 {
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, "t%d", i)})
+		}
+		if err := txc.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txc.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceShareRecords(t, producer, topic, 1) // offsets: aborted 0-2, marker 3, committed 4-6, marker 7, plain 8
+
+	m := newShareFetcher(t, n, group, "m", id)
+	got := map[int64]bool{}
+	sluicetest.WaitFor(t, 20*time.Second, func() error {
+		resp := m.fetch(m.fetchReq(200))
+		if resp.ErrorCode != 0 {
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				for _, a := range p.AcquiredRecords {
+					for o := a.FirstOffset; o <= a.LastOffset; o++ {
+						got[o] = true
+					}
+				}
+			}
+		}
+		if !got[8] {
+			return fmt.Errorf("acquired %v so far, want up to offset 8", got)
+		}
+		return nil
+	})
+	for o := int64(0); o <= 8; o++ {
+		if want := o >= 4; got[o] != want {
+			t.Fatalf("offset %d acquired=%v, want %v (acquired %v)", o, got[o], want, got)
+		}
+	}
+}
