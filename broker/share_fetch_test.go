@@ -354,3 +354,55 @@ func TestShareFetchReadCommittedArchivesAborted(t *testing.T) {
 		}
 	}
 }
+
+// RENEW (KIP-1222, ShareAcknowledge and ShareFetch v2 with IsRenewAck)
+// keeps records acquired with a fresh lock; without IsRenewAck it is an
+// invalid acknowledgement, and a renewing ShareFetch fetches nothing.
+func TestShareAcknowledgeRenew(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic = "sq-renew"
+	n, id, producer := sharePartitionsNode(t, topic)
+	m := newShareFetcher(t, n, "g-renew", "m", id)
+	oneSharePartition(t, m.fetch(m.fetchReq(0)))
+	produceShareRecords(t, producer, topic, 3)
+	if p := oneSharePartition(t, m.fetch(m.fetchReq(5000))); acquiredString(p) != "0-2/1 " {
+		t.Fatalf("acquired %q, want 0-2", acquiredString(p))
+	}
+	renew := func(version int16, isRenew bool) *kmsg.ShareAcknowledgeResponse {
+		req := kmsg.NewPtrShareAcknowledgeRequest()
+		req.Version, req.IsRenewAck = version, isRenew
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(m.group), kmsg.StringPtr(m.member), m.epoch
+		rt := kmsg.NewShareAcknowledgeRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+		rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 2, AcknowledgeTypes: []int8{4}}}
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(context.Background(), m.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode == 0 {
+			m.epoch++
+		}
+		return resp
+	}
+	if resp := renew(1, false); resp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("RENEW without IsRenewAck: %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+	resp := renew(2, true)
+	if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 || resp.AcquisitionLockTimeoutMillis != 30000 {
+		t.Fatalf("RENEW: %v, lock timeout %d", kerr.ErrorForCode(c), resp.AcquisitionLockTimeoutMillis)
+	}
+	// A renewing ShareFetch renews and fetches nothing; the records are
+	// still the member's to accept.
+	req := m.fetchReq(0, shareAckRange{0, 2, []int8{4}})
+	req.Version, req.IsRenewAck = 2, true
+	fr := m.fetch(req)
+	if len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].AcknowledgeErrorCode != 0 || len(fr.Topics[0].Partitions[0].AcquiredRecords) != 0 {
+		t.Fatalf("renewing ShareFetch: %+v", fr.Topics)
+	}
+	if r := m.acknowledge(m.epoch, shareAckRange{0, 2, []int8{1}}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accept after renewing: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+}
