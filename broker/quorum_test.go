@@ -364,3 +364,45 @@ func TestQuorumRemoveActiveController(t *testing.T) {
 		return nil
 	})
 }
+
+// Under the authorizer DescribeQuorum needs DESCRIBE on the cluster and
+// the other three ALTER, as Kafka's ControllerApis asks; without them each
+// is answered CLUSTER_AUTHORIZATION_FAILED and changes nothing.
+func TestQuorumAPIsAuthorized(t *testing.T) {
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
+	cl := n.Client()
+	_, p := describeQuorum(t, cl, 1, 2) // no ACL names the cluster yet
+	dir := p.CurrentVoters[0].ReplicaDirectoryID
+	// In one request, since CreateAcls itself needs ALTER on the cluster:
+	// only User:admin may DESCRIBE or ALTER it from now on.
+	createACLsAtOnce(t, cl, aclEntry{kmsg.ACLResourceTypeCluster, "kafka-cluster", "User:admin",
+		[]kmsg.ACLOperation{kmsg.ACLOperationDescribe, kmsg.ACLOperationAlter}})
+
+	dq := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	dq.Topics = append(dq.Topics, rt)
+	if code := quorumRequest(t, cl, 1, dq).(*kmsg.DescribeQuorumResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("DescribeQuorum without DESCRIBE: %v", kerr.ErrorForCode(code))
+	}
+	un := kmsg.NewPtrUnregisterBrokerRequest()
+	un.BrokerID = 1
+	if code := quorumRequest(t, cl, 1, un).(*kmsg.UnregisterBrokerResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("UnregisterBroker without ALTER: %v", kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddRaftVoterRequest()
+	add.VoterID, add.VoterDirectoryID = 2, [16]byte{2}
+	add.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}
+	if code := quorumRequest(t, cl, 1, add).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("AddRaftVoter without ALTER: %v", kerr.ErrorForCode(code))
+	}
+	rm := kmsg.NewPtrRemoveRaftVoterRequest()
+	rm.VoterID, rm.VoterDirectoryID = 1, dir
+	if code := quorumRequest(t, cl, 1, rm).(*kmsg.RemoveRaftVoterResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("RemoveRaftVoter without ALTER: %v", kerr.ErrorForCode(code))
+	}
+	if m := quorumRequest(t, cl, 1, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse); len(m.Brokers) != 1 {
+		t.Fatalf("Metadata lists %d brokers after a refused UnregisterBroker, want 1", len(m.Brokers))
+	}
+}
