@@ -40,7 +40,7 @@ const maxDescribePartitions = 2000
 // elrFeature is the feature that turns eligible leader replicas on; while
 // it is at least 1 a leader's high watermark also waits for
 // min.insync.replicas in the ISR (partition.hwMinISR).
-const elrFeature = controller.ELRFeature
+const elrFeature = controller.FeatureELRVersion
 
 func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeTopicPartitionsRequest)

@@ -60,13 +60,10 @@ import (
 // min.insync.replicas stays alterable (Kafka moves it to the cluster
 // level when ELR is enabled).
 
-// elrFeatureName is the finalized feature that turns ELR tracking on.
-const elrFeatureName = ELRFeature
-
-// ELRFeature is the name of the feature that turns eligible leader
-// replicas on; brokers apply KIP-966's strict min ISR while it is at
+// elrFeatureName is the finalized feature that turns ELR tracking on
+// (features.go); brokers apply KIP-966's strict min ISR while it is at
 // least 1.
-const ELRFeature = "eligible.leader.replicas.version"
+const elrFeatureName = FeatureELRVersion
 
 // elrEnabled reports whether img tracks eligible leader replicas.
 func elrEnabled(img *Image) bool { return img.Features[elrFeatureName] >= 1 }
