@@ -35,7 +35,8 @@ package broker
 // Who serves it: every clustered node, on its raft listener; only the
 // active controller, always a voter, answers anything but
 // NOT_CONTROLLER, and brokers dial it at its controller.quorum.voters
-// address (controllerAddr). A cluster of one has no controller listener
+// address (controllerAddr), or at its raft address for a voter that
+// AddRaftVoter added (quorum.go). A cluster of one has no controller listener
 // and needs none: it is its own active controller, so nothing is sent
 // over the network, and its client listener refuses these APIs exactly as
 // a clustered node's does.

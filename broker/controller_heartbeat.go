@@ -29,7 +29,9 @@ import (
 // between two nodes cuts heartbeats too. The address the controller
 // passes (the controller's client listener) is not used; the controller's
 // listener is looked up in controller.quorum.voters (controllerAddr),
-// since the active controller is always a voter.
+// since the active controller is always a voter, or, for a voter that
+// AddRaftVoter added, is the raft leader's address that the heartbeat
+// carries (Heartbeat.ControllerAddr).
 //
 // The connection stays open between heartbeats: the controller watches it
 // and fences this broker as soon as it closes, which is what a killed
