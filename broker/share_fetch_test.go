@@ -406,3 +406,36 @@ func TestShareAcknowledgeRenew(t *testing.T) {
 		t.Fatalf("accept after renewing: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
 	}
 }
+
+// A member long-polling while another holds every record is answered as
+// soon as the holder releases them, with their second delivery.
+func TestShareFetchLongPollWakesOnRelease(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic = "sq-release"
+	n, id, producer := sharePartitionsNode(t, topic)
+	m1 := newShareFetcher(t, n, "g-release", "m1", id)
+	m2 := newShareFetcher(t, n, "g-release", "m2", id)
+	oneSharePartition(t, m1.fetch(m1.fetchReq(0)))
+	oneSharePartition(t, m2.fetch(m2.fetchReq(0)))
+	produceShareRecords(t, producer, topic, 4)
+	if p := oneSharePartition(t, m1.fetch(m1.fetchReq(5000))); acquiredString(p) != "0-3/1 " {
+		t.Fatalf("m1 acquired %q, want 0-3", acquiredString(p))
+	}
+	got := make(chan *kmsg.ShareFetchResponse, 1)
+	req := m2.fetchReq(60000)
+	go func() {
+		resp, err := req.RequestWith(context.Background(), m2.cl)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	if r := m1.acknowledge(m1.epoch, shareAckRange{0, 3, []int8{2}}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("release: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if resp := <-got; resp != nil {
+		if p := oneSharePartition(t, resp); acquiredString(p) != "0-3/2 " {
+			t.Fatalf("m2 acquired %q after the release, want 0-3/2", acquiredString(p))
+		}
+	}
+}
