@@ -93,6 +93,18 @@
 //     AlterShareGroupOffsets, bumping the state epoch.
 //
 // sluice differs from Kafka, today, in: persistence (above); writes are
-// made after every change, not batched; and an acknowledgement batch list
-// must be in offset order without overlaps (INVALID_REQUEST otherwise).
+// made after every change, not batched; an acknowledgement batch list
+// must be in offset order without overlaps (INVALID_REQUEST otherwise);
+// and loaded share-partitions are not evicted: a broker holds one per
+// (group, partition) it has served since it became the partition's
+// leader, each at most 2 × share.partition.max.record.locks offsets
+// (Kafka bounds the groups, group.share.max.groups, at the coordinator).
+//
+// # Tests
+//
+// partition_test.go and session_test.go step the state machines with a
+// fixed clock; broker/share_*_test.go drive ShareFetch and
+// ShareAcknowledge on real nodes with raw requests, franz-go's share
+// consumer (kgo.ShareGroup) with two members, a leader failover on three
+// nodes, read_committed, authorization and RENEW.
 package share
