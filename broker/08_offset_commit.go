@@ -1,6 +1,6 @@
 package broker
 
-// OffsetCommit (api key 8), versions 0–10.
+// OffsetCommit (api key 8), versions 2–10 (Kafka 4.0 removed v0–1, KIP-896).
 //
 // Offsets are stored as OffsetCommitKey / OffsetCommitValue records in the
 // group's partition of __consumer_offsets and the commit is answered once
@@ -13,8 +13,8 @@ package broker
 // GROUP_ID_NOT_FOUND (Kafka's OffsetMetadataManager). The empty group id is
 // accepted like any other, as Kafka accepts it "for backwards
 // compatibility". A failed write to __consumer_offsets is
-// COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, never a produce error. v1 retention
-// fields are ignored (offsets.retention.minutes applies). v6+ keeps the
+// COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR, never a produce error.
+// v2–4's retention time is ignored (offsets.retention.minutes applies). v6+ keeps the
 // leader epoch (KIP-320), v7+ checks group.instance.id (KIP-345), v10 names
 // topics by id (KIP-848's topic ids). In a KIP-848 consumer group the
 // generation is the member epoch (v9+): STALE_MEMBER_EPOCH when it is not

@@ -1,6 +1,6 @@
 package broker
 
-// OffsetFetch (api key 9), versions 0–10.
+// OffsetFetch (api key 9), versions 1–10 (Kafka 4.0 removed v0, KIP-896).
 //
 // Returns a group's committed offsets: offset, leader epoch (v5+) and
 // metadata, or offset -1 for partitions (and groups) without a commit. A

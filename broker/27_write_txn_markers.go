@@ -1,7 +1,8 @@
 package broker
 
-// WriteTxnMarkers (api key 27), versions 0–2: a transaction coordinator
-// asks the leaders of a transaction's partitions to end it there.
+// WriteTxnMarkers (api key 27), versions 1–2 (Kafka 4.0 removed v0,
+// KIP-896): a transaction coordinator asks the leaders of a transaction's
+// partitions to end it there.
 //
 // For every marker and every partition this broker leads, a control batch
 // (COMMIT or ABORT, with the producer's id and epoch and the coordinator

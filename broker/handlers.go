@@ -5,7 +5,11 @@ import "slices"
 // registerHandlers registers every Kafka API this broker serves on its
 // client listener with the router; ApiVersions is built from these
 // registrations. The version ranges follow Kafka 4: record format v2 only
-// (Produce v3+, Fetch v4+), up to the newest version kmsg knows.
+// (Produce v3+, Fetch v4+), none of the versions KIP-896 removed in Kafka
+// 4.0 (OffsetCommit v0–1, OffsetFetch v0, WriteTxnMarkers v0 among them: a
+// request at one has its connection closed), up to the newest version
+// Kafka 4.4 lists. The compat row kafka-api-versions-4.4 compares the list
+// with a Kafka 4.4 broker's (compat/api_versions_known_diff.txt).
 //
 // The inter-broker controller APIs, ControlledShutdown (7), AlterPartition
 // (56), BrokerHeartbeat (63) and AllocateProducerIds (67), are not here:
@@ -22,8 +26,8 @@ func (b *Broker) registerHandlers() {
 	r.Register(1, 4, 18, b.handleFetch)
 	r.Register(2, 1, 11, b.handleListOffsets)
 	r.Register(3, 0, 13, b.forListener(b.handleMetadata))
-	r.Register(8, 0, 10, b.handleOffsetCommit)
-	r.Register(9, 0, 10, b.handleOffsetFetch)
+	r.Register(8, 2, 10, b.handleOffsetCommit)
+	r.Register(9, 1, 10, b.handleOffsetFetch)
 	r.Register(10, 0, 6, b.forListener(b.handleFindCoordinator))
 	r.Register(11, 0, 9, b.handleJoinGroup)
 	r.Register(12, 0, 4, b.handleHeartbeat)
@@ -40,7 +44,7 @@ func (b *Broker) registerHandlers() {
 	r.Register(24, 0, 5, b.handleAddPartitionsToTxn)
 	r.Register(25, 0, 4, b.handleAddOffsetsToTxn)
 	r.Register(26, 0, 5, b.handleEndTxn)
-	r.Register(27, 0, 2, b.handleWriteTxnMarkers)
+	r.Register(27, 1, 2, b.handleWriteTxnMarkers)
 	r.Register(28, 0, 6, b.handleTxnOffsetCommit)
 	r.Register(29, 1, 3, b.handleDescribeACLs)
 	r.Register(30, 1, 3, b.handleCreateACLs)
