@@ -112,6 +112,17 @@
 // once per change, which brokers read on every request, and snapshots
 // hold them as records.
 //
+// # Feature levels
+//
+// The finalized feature levels (KIP-584: metadata.version,
+// transaction.version, group.version, eligible.leader.replicas.version,
+// ...) are UpdateFeatures commands applied to Image.Features
+// (features.go). The first active controller writes this binary's
+// defaults right after InitCluster, before any broker registers, and so
+// does the first controller of a log written before feature levels.
+// UpdateFeatures validates as Kafka's FeatureControlManager, all updates
+// or none; the levels this binary supports are one table there.
+//
 // # Choices where Kafka left room
 //
 //   - Placement is Kafka's classic rack-unaware / rack-aware assignment
