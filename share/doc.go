@@ -41,7 +41,10 @@
 // again from the log start (with earliest). A leadership change on a live
 // broker drops its share-partitions of that partition (the new leader
 // epoch is seen at the next fetch); records that members held are
-// neither acknowledged nor redelivered by the old leader. Within one
+// neither acknowledged nor redelivered by the old leader. A broker that
+// becomes the leader again reloads what its own MemoryPersister kept from
+// its earlier leadership, which may be older than what the leader in
+// between did: records are then delivered again. Within one
 // leader's life, delivery is at least once as KIP-932 promises: a record
 // is redelivered until it is acknowledged, rejected or has been delivered
 // share.delivery.count.limit times.
