@@ -157,7 +157,7 @@ var brokerKeyList = []keyDef{
 	bk("group.max.session.timeout.ms", TypeInt, v("1800000"), ro, "Longest session timeout a classic group member may ask for."),
 	bk("group.initial.rebalance.delay.ms", TypeInt, v("3000"), ro, "Wait for more members before the first rebalance of an empty classic group."),
 	bk("group.max.size", TypeInt, v(maxInt32), ro, "Most members of a classic group.", atLeast(1)),
-	bk("group.coordinator.rebalance.protocols", TypeList, v("classic,consumer"), ro, "Group protocols enabled: classic and consumer (KIP-848). Kafka 4.4's default adds streams; sluice has no streams or share groups yet (issue 20), so its default leaves streams out and both are refused.", eachOf("classic", "consumer", "share", "streams"), protocolsNotYet),
+	bk("group.coordinator.rebalance.protocols", TypeList, v("classic,consumer"), ro, "Group protocols enabled: classic and consumer (KIP-848). Kafka 4.4's default adds streams; sluice has no streams groups yet (issue 20), so its default leaves streams out and refuses it. share is accepted and, as in Kafka 4.4 (where this key is deprecated), changes nothing: share groups are on when the share.version feature is finalized at 1 or more.", eachOf("classic", "consumer", "share", "streams"), protocolsNotYet),
 	bk("group.coordinator.threads", TypeInt, v("4"), ro, "Threads of the group coordinator.", atLeast(1)).inert("sluice's group coordinator runs on goroutines, not a thread pool"),
 	bk("group.coordinator.append.linger.ms", TypeInt, v("-1"), ro, "How long the group coordinator waits to batch writes; -1: adaptively.", atLeast(-1)).inert("sluice's group coordinator appends each write at once; there is no write batching to linger for"),
 	bk("group.consumer.session.timeout.ms", TypeInt, v("45000"), ro, "Session timeout of consumer group (KIP-848) members.", atLeast(1)),
@@ -192,11 +192,13 @@ var brokerKeyList = []keyDef{
 	bk("producer.id.expiration.check.interval.ms", TypeInt, v("600000"), ro, "How often idle producer ids are expired (producer.id.expiration.ms); the log cleaner then drops the last batches of the expired ones.", atLeast(1)).sluiceOnly("a Kafka internal key (not listed by Kafka's DescribeConfigs)"),
 }
 
-// protocolsNotYet refuses the group protocols sluice has no coordinator for.
+// protocolsNotYet refuses the group protocols sluice has no coordinator
+// for. share is accepted: share groups are gated by share.version, as in
+// Kafka 4.4, not by this list.
 func protocolsNotYet(s string) string {
 	for _, p := range strings.Split(s, ",") {
-		if p == "share" || p == "streams" {
-			return fmt.Sprintf("not supported yet (%s groups; issue 20); only classic and consumer are accepted", p)
+		if p == "streams" {
+			return fmt.Sprintf("not supported yet (%s groups; issue 20); only classic, consumer and share are accepted", p)
 		}
 	}
 	return ""
