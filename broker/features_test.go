@@ -291,3 +291,26 @@ func TestGroupVersionGatesConsumerGroups(t *testing.T) {
 		t.Fatalf("back at group.version 1: heartbeat %d, describe %d", hb, d)
 	}
 }
+
+// Under the authorizer UpdateFeatures needs ALTER on the cluster, as
+// Kafka's ControllerApis asks: without it the answer is a top-level
+// CLUSTER_AUTHORIZATION_FAILED and the levels stay.
+func TestUpdateFeaturesAuthorized(t *testing.T) {
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
+	addr := n.Addr()
+	// In one request, since CreateAcls itself needs ALTER on the cluster:
+	// only User:admin may ALTER it from now on.
+	createACLsAtOnce(t, n.Client(), aclEntry{kmsg.ACLResourceTypeCluster, "kafka-cluster", "User:admin",
+		[]kmsg.ACLOperation{kmsg.ACLOperationAlter}})
+	for _, version := range []int16{0, 1, 2} {
+		u := featureUpdate("group.version", 0, 2)
+		u.AllowDowngrade = true
+		resp := updateFeatures(t, addr, version, false, u)
+		if resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(resp.Results) != 0 {
+			t.Fatalf("v%d without ALTER: error %d, results %+v; want CLUSTER_AUTHORIZATION_FAILED and none", version, resp.ErrorCode, resp.Results)
+		}
+	}
+	if got := apiVersionsFeatures(t, addr, 4).finalized["group.version"]; got != 1 {
+		t.Fatalf("group.version %d after refused downgrades, want 1", got)
+	}
+}
