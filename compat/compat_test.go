@@ -83,6 +83,7 @@ func allRows() []row {
 		javaTopicsRow(),
 		javaConfigsRow(),
 		javaConfigsKeysetRow(),
+		javaAPIVersions44Row(), // against Kafka 4.4.0 (java_api_versions_test.go)
 		javaQuotasConfigsRow(),
 		javaGetOffsetsRow(),
 		javaDeleteRecordsRow(),
