@@ -406,3 +406,96 @@ func TestQuorumAPIsAuthorized(t *testing.T) {
 		t.Fatalf("Metadata lists %d brokers after a refused UnregisterBroker, want 1", len(m.Brokers))
 	}
 }
+
+// A dead broker that is no voter is unregistered through another node: it
+// leaves DescribeCluster and the quorum's observers. (sluicetest's Kill
+// leaves serf gracefully, which takes a non-voter out of raft already; a
+// kill -9 leaves it there until UnregisterBroker removes it.) A live broker
+// unregistered registers again at once (Kafka's is left unregistered until
+// it restarts) and keeps serving.
+func TestUnregisterBroker(t *testing.T) {
+	c := sluicetest.StartCluster(t, 5)
+	cl := clusterClient(c)
+	sluicetest.WaitFor(t, 15*time.Second, func() error {
+		_, p, err := tryDescribeQuorum(cl, 1, 2)
+		if err != nil {
+			return err
+		}
+		if got := replicaIDs(p.Observers); !slices.Equal(got, []int32{4, 5}) {
+			return fmt.Errorf("observers %v, want [4 5]", got)
+		}
+		return nil
+	})
+	c.Kill(5)
+	listed := func(id int32) bool {
+		dc := kmsg.NewPtrDescribeClusterRequest()
+		dc.Version, dc.IncludeFencedBrokers = 2, true
+		for _, b := range quorumRequest(t, cl, 2, dc).(*kmsg.DescribeClusterResponse).Brokers {
+			if b.NodeID == id {
+				return true
+			}
+		}
+		return false
+	}
+	un := kmsg.NewPtrUnregisterBrokerRequest()
+	un.BrokerID = 5
+	if r := quorumRequest(t, cl, 4, un).(*kmsg.UnregisterBrokerResponse); r.ErrorCode != 0 {
+		t.Fatalf("UnregisterBroker 5: %v %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
+	}
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		if listed(5) {
+			return fmt.Errorf("DescribeCluster still lists broker 5")
+		}
+		_, p, err := tryDescribeQuorum(cl, 4, 2)
+		if err != nil {
+			return err
+		}
+		if got := replicaIDs(p.Observers); !slices.Equal(got, []int32{4}) {
+			return fmt.Errorf("observers %v, want [4]", got)
+		}
+		return nil
+	})
+
+	// Node 4 is alive: unregistered, it is back at its next heartbeat,
+	// unfenced, and leads what is placed on it.
+	un.BrokerID = 4
+	if r := quorumRequest(t, cl, 1, un).(*kmsg.UnregisterBrokerResponse); r.ErrorCode != 0 {
+		t.Fatalf("UnregisterBroker 4: %v %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
+	}
+	sluicetest.WaitFor(t, 15*time.Second, func() error {
+		if !listed(4) {
+			return fmt.Errorf("broker 4 not registered again")
+		}
+		_, p, err := tryDescribeQuorum(cl, 4, 2)
+		if err != nil {
+			return err
+		}
+		if got := replicaIDs(p.Observers); !slices.Equal(got, []int32{4}) {
+			return fmt.Errorf("observers %v, want node 4 back", got)
+		}
+		return nil
+	})
+	// The unregistration and the new registration reach every node in
+	// log order; a topic placed on node 4 alone is created once the
+	// controller has it again.
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 15000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "unregistered-live", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{4}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	ct.Topics = append(ct.Topics, rt)
+	sluicetest.WaitFor(t, 15*time.Second, func() error {
+		r := quorumRequest(t, cl, 1, ct).(*kmsg.CreateTopicsResponse)
+		if err := kerr.ErrorForCode(r.Topics[0].ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
+			return fmt.Errorf("create a topic on broker 4: %w", err)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "unregistered-live", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce to a partition on the re-registered broker 4: %v", err)
+	}
+}

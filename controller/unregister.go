@@ -14,12 +14,16 @@ package controller
 // that is still alive registers again at its next heartbeat, as a KRaft
 // broker does; its replica assignments are kept (Kafka keeps them too),
 // so its partitions stay under-replicated until they are reassigned.
-// An unknown id is BROKER_ID_NOT_REGISTERED with Kafka's message.
+// A broker that is a raft non-voter also leaves the raft configuration
+// (removeNonVoter), so it stops being listed as an observer of the
+// quorum. An unknown id is BROKER_ID_NOT_REGISTERED with Kafka's message.
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -58,6 +62,15 @@ func errBrokerNotRegistered(id int32) error {
 // controller and BROKER_ID_NOT_REGISTERED for an id the image does not
 // hold; other errors are those of Controller.apply.
 func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
+	if err := c.unregisterBroker(ctx, id); err != nil {
+		return err
+	}
+	// A raft membership change needs no decide lock (reconcile.go).
+	c.removeNonVoter(id)
+	return nil
+}
+
+func (c *Controller) unregisterBroker(ctx context.Context, id int32) error {
 	c.decide.Lock()
 	defer c.decide.Unlock()
 	if err := c.requireLeader(); err != nil {
@@ -80,4 +93,28 @@ func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
 	}
 	c.log.Info("unregistered broker", "broker", id, "epoch", b.Epoch)
 	return nil
+}
+
+// removeNonVoter takes node id out of the raft configuration if it is a
+// non-voter there, so the leader stops replicating the metadata log to a
+// broker that is gone and DescribeQuorum stops listing it as an observer
+// (a KRaft observer is listed only while it fetches). A broker that is
+// still alive is added back by the next reconcile. Voters are left to
+// RemoveRaftVoter. Failures are logged: the registration is gone either
+// way.
+func (c *Controller) removeNonVoter(id int32) {
+	if c.gossip == nil {
+		return
+	}
+	servers, err := c.raftConfiguration()
+	if err != nil {
+		c.log.Warn("read raft configuration failed", "err", err)
+		return
+	}
+	if !slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == raftServerID(id) && s.Suffrage != raft.Voter }) {
+		return
+	}
+	if err := c.node.raft.RemoveServer(raftServerID(id), 0, raftMembershipTimeout).Error(); err != nil {
+		c.log.Warn("remove raft non-voter of an unregistered broker failed", "broker", id, "err", err)
+	}
 }
