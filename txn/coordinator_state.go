@@ -384,7 +384,9 @@ const (
 // running is allowed (it only bumps the epoch). A retry of an end already
 // done is recognized by its epoch, one below the current one (or the
 // previous id's last epoch after a rotation), and answered without a
-// change; with the current epoch the same request is a new end.
+// change; with the current epoch the same request is a new end, which
+// waits (CONCURRENT_TRANSACTIONS) while the last one's markers are being
+// written.
 func decideEndV2(m metadata, producerID int64, epoch int16, commit bool, newProducerID int64, nowMs int64) (next metadata, outcome endOutcome, code int16) {
 	retryOnOverflow := m.lastProducerID == producerID && m.lastProducerID >= 0 && epoch == math.MaxInt16-1 && m.epoch == 0
 	retryOnBump := int32(m.epoch) == int32(epoch)+1
@@ -394,6 +396,14 @@ func decideEndV2(m metadata, producerID int64, epoch int16, commit bool, newProd
 	var valid bool
 	switch m.state {
 	case StatePrepareCommit, StatePrepareAbort:
+		if epoch == m.epoch && m.txnVersion >= txnVersion2 {
+			// The producer got the bumped epoch and ends its next
+			// transaction while this one's markers are still being
+			// written: it retries after CONCURRENT_TRANSACTIONS. (The
+			// epoch check of Kafka's coordinator as read would fence
+			// it; franz-go's and Java's producers retry this answer.)
+			return m, endFail, kerr.ConcurrentTransactions.Code
+		}
 		valid = retryOnBump
 	case StateCompleteCommit, StateCompleteAbort:
 		valid = retryOnBump || retryOnOverflow || epoch == m.epoch

@@ -37,6 +37,7 @@ func TestDecideEndV2(t *testing.T) {
 		{"retried commit after completion", meta(StateCompleteCommit, 10, 4), 10, 3, true, -1, endAnswer, 0, 0, 10, 4},
 		{"retried abort after completion", meta(StateCompleteAbort, 10, 4), 10, 3, false, -1, endAnswer, 0, 0, 10, 4},
 		{"retried commit while markers are written", meta(StatePrepareCommit, 10, 4), 10, 3, true, -1, endFail, kerr.ConcurrentTransactions.Code, 0, 0, 0},
+		{"next end while the markers are written", withV2(meta(StatePrepareCommit, 10, 4)), 10, 4, false, -1, endFail, kerr.ConcurrentTransactions.Code, 0, 0, 0},
 		{"abort retried as a commit", meta(StateCompleteAbort, 10, 4), 10, 3, true, -1, endFail, kerr.InvalidTxnState.Code, 0, 0, 0},
 		{"commit with nothing added", meta(StateCompleteCommit, 10, 4), 10, 4, true, -1, endFail, kerr.InvalidTxnState.Code, 0, 0, 0},
 		{"abort with nothing added bumps", meta(StateCompleteCommit, 10, 4), 10, 4, false, -1, endWrite, 0, StatePrepareAbort, 10, 5},
@@ -151,4 +152,9 @@ func TestCoordinatorEndTxnV2(t *testing.T) {
 		t.Fatalf("empty abort v5: %+v", r3)
 	}
 	waitState(t, next, "v2", StateCompleteAbort)
+}
+
+func withV2(m metadata) metadata {
+	m.txnVersion = txnVersion2
+	return m
 }
