@@ -404,9 +404,21 @@ func consumerGroupHeartbeat(t *testing.T, cl kmsg.Requestor, group, member strin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("ConsumerGroupHeartbeat: %v", err)
+	// A coordinator still loading the group's __consumer_offsets partition
+	// has not processed the request: ask again, as a client does.
+	var resp *kmsg.ConsumerGroupHeartbeatResponse
+	for {
+		var err error
+		resp, err = req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("ConsumerGroupHeartbeat: %v", err)
+		}
+		switch resp.ErrorCode {
+		case kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		break
 	}
 	if resp.ErrorCode != 0 {
 		t.Fatalf("ConsumerGroupHeartbeat of %s (epoch %d): %v (%s)", member, epoch, kerr.ErrorForCode(resp.ErrorCode), str(resp.ErrorMessage))
