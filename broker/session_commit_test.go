@@ -174,7 +174,7 @@ func TestTxnOffsetCommitDoesNotRenewSession(t *testing.T) {
 		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txid, group, pid, epoch
 		req.Generation, req.MemberID, req.InstanceID = gen, member, kmsg.StringPtr(inst)
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
-		rt.Topic = topic
+		rt.Topic, rt.TopicID = topic, topicID(t, n, topic) // by id from v6 (KIP-1319)
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset = 0, off
 		rt.Partitions = append(rt.Partitions, rp)

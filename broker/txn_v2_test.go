@@ -23,12 +23,13 @@ import (
 )
 
 // coordinatorRetriable are the answers a client retries while a
-// coordinator is created, loads, moves, or writes markers.
+// coordinator is created, loads, moves, or writes markers, or while a new
+// topic reaches a node's metadata.
 func coordinatorRetriable(code int16) bool {
 	switch code {
 	case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
 		kerr.ConcurrentTransactions.Code, kerr.NotEnoughReplicas.Code, kerr.NotLeaderForPartition.Code,
-		kerr.UnknownTopicOrPartition.Code:
+		kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
 		return true
 	}
 	return false
