@@ -66,7 +66,7 @@ package broker
 //	AlterClientQuotas       ALTER_CONFIGS on the cluster.
 //	DescribeTopicPartitions DESCRIBE per topic, as Metadata.
 //	DescribeQuorum          DESCRIBE on the cluster.
-//	UnregisterBroker, AddRaftVoter, RemoveRaftVoter
+//	UnregisterBroker, AddRaftVoter, RemoveRaftVoter, UnregisterController
 //	                        ALTER on the cluster.
 //
 // The controller channel (control_listener.go) serves brokers only. Every
@@ -292,6 +292,10 @@ func clusterActionRefused(req kmsg.Request) kmsg.Response {
 		return resp
 	case *kmsg.RemoveRaftVoterRequest:
 		resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.UnregisterControllerRequest:
+		resp := req.ResponseKind().(*kmsg.UnregisterControllerResponse)
 		resp.ErrorCode = code
 		return resp
 	case *kmsg.UpdateFeaturesRequest:

@@ -1,16 +1,17 @@
 package broker
 
 // The quorum and cluster tools' APIs (Kafka 4.4, issue 20): DescribeQuorum
-// (55), UnregisterBroker (64), AddRaftVoter (80) and RemoveRaftVoter (81),
-// which kafka-metadata-quorum.sh and kafka-cluster.sh send.
+// (55), UnregisterBroker (64), AddRaftVoter (80), RemoveRaftVoter (81) and
+// UnregisterController (94), which kafka-metadata-quorum.sh and
+// kafka-cluster.sh send.
 //
-// A Kafka 4.4 broker lists all four on its client listener (their
+// A Kafka 4.4 broker lists all five on its client listener (their
 // listeners are BROKER and CONTROLLER) and forwards each to the active
 // controller (KafkaApis.forwardToControllerOrFail); UpdateRaftVoter is a
 // controller-listener API that brokers do not list. sluice does the same:
 // on the active controller's node the handler asks the local controller,
 // anywhere else it forwards the request unchanged over the controller
-// channel (control_listener.go, where the four are registered too) and
+// channel (control_listener.go, where the five are registered too) and
 // answers with the controller's response, retrying NOT_CONTROLLER
 // against the then active controller (onController, forward.go). The
 // controller checks authorization as Kafka's ControllerApis does: DESCRIBE
@@ -40,6 +41,7 @@ func (b *Broker) registerQuorumHandlers(r quotaRouter) {
 	r.Register(64, 0, 0, b.handleUnregisterBroker)
 	r.Register(80, 0, 1, b.handleAddRaftVoter)
 	r.Register(81, 0, 0, b.handleRemoveRaftVoter)
+	r.Register(94, 0, 0, b.handleUnregisterController)
 }
 
 // registerQuorumControllerHandlers registers the same APIs on the
@@ -49,6 +51,7 @@ func (b *Broker) registerQuorumControllerHandlers(r *protocol.Router) {
 	r.Register(64, 0, 0, b.peerAPI(b.handleUnregisterBroker))
 	r.Register(80, 0, 1, b.peerAPI(b.handleAddRaftVoter))
 	r.Register(81, 0, 0, b.peerAPI(b.handleRemoveRaftVoter))
+	r.Register(94, 0, 0, b.peerAPI(b.handleUnregisterController))
 }
 
 // onQuorumController answers req at the active controller: local(ctx) on
