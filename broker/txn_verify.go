@@ -50,15 +50,8 @@ import (
 	"github.com/sluicedev/sluice/txn"
 )
 
-const (
-	// Kafka's add.partitions.to.txn.retry.backoff.ms and
-	// add.partitions.to.txn.retry.backoff.max.ms defaults, the only values
-	// sluice accepts for them.
-	txnVerifyBackoff    = 20 * time.Millisecond
-	txnVerifyBackoffMax = 100 * time.Millisecond
-	// txnVerifyTimeout bounds one question to the coordinator.
-	txnVerifyTimeout = 10 * time.Second
-)
+// txnVerifyTimeout bounds one question to the coordinator.
+const txnVerifyTimeout = 10 * time.Second
 
 // errTxnNotVerified is a batch whose verification a marker overtook, or a
 // partition not in the producer's transaction.
@@ -129,26 +122,39 @@ func (b *Broker) verifyTxnPartitions(ctx context.Context, transactionalID string
 	for i, c := range ask {
 		parts[i] = c.tp
 	}
-	deadline := time.Now().Add(txnVerifyBackoffMax)
+	backoff := time.Duration(b.cfg.AddPartitionsToTxnRetryBackoffMs) * time.Millisecond
+	backoffMax := time.Duration(b.cfg.AddPartitionsToTxnRetryBackoffMaxMs) * time.Millisecond
+	codes, err := askWhileConcurrent(ctx, backoff, backoffMax, func() ([]int16, error) {
+		return b.askTxnCoordinator(ctx, transactionalID, producerID, epoch, add, parts)
+	})
+	for i, c := range ask {
+		if err != nil {
+			c.err = fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: %v", kerr.NotEnoughReplicas, err)
+			continue
+		}
+		c.err = txnVerifyError(codes[i])
+	}
+}
+
+// askWhileConcurrent calls ask, and again every backoff
+// (add.partitions.to.txn.retry.backoff.ms) for as long as every code it
+// answers is CONCURRENT_TRANSACTIONS, until backoffMax
+// (add.partitions.to.txn.retry.backoff.max.ms) has passed since the first
+// call or ctx ends; it returns the last answer.
+func askWhileConcurrent(ctx context.Context, backoff, backoffMax time.Duration, ask func() ([]int16, error)) ([]int16, error) {
+	deadline := time.Now().Add(backoffMax)
 	for {
-		codes, err := b.askTxnCoordinator(ctx, transactionalID, producerID, epoch, add, parts)
-		retry := err == nil && time.Now().Before(deadline) && ctx.Err() == nil
-		for i := range ask {
-			if err != nil || codes[i] != kerr.ConcurrentTransactions.Code {
+		codes, err := ask()
+		retry := err == nil && len(codes) > 0 && time.Now().Before(deadline) && ctx.Err() == nil
+		for _, code := range codes {
+			if code != kerr.ConcurrentTransactions.Code {
 				retry = false
 			}
 		}
 		if !retry {
-			for i, c := range ask {
-				if err != nil {
-					c.err = fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: %v", kerr.NotEnoughReplicas, err)
-					continue
-				}
-				c.err = txnVerifyError(codes[i])
-			}
-			return
+			return codes, err
 		}
-		t := time.NewTimer(txnVerifyBackoff)
+		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 		case <-t.C:

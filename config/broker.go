@@ -166,6 +166,8 @@ type Broker struct {
 	TransactionAbortTimedOutIntervalMs     int32 // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	TransactionRemoveExpiredIntervalMs     int32 // transaction.remove.expired.transaction.cleanup.interval.ms
 	TransactionPartitionVerificationEnable bool  // transaction.partition.verification.enable
+	AddPartitionsToTxnRetryBackoffMs       int32 // add.partitions.to.txn.retry.backoff.ms
+	AddPartitionsToTxnRetryBackoffMaxMs    int32 // add.partitions.to.txn.retry.backoff.max.ms
 	ProducerIDExpirationMs                 int32 // producer.id.expiration.ms
 	ProducerIDExpirationCheckIntervalMs    int32 // producer.id.expiration.check.interval.ms
 
@@ -318,6 +320,8 @@ var bindings = []binding{
 	fieldFor("transaction.abort.timed.out.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionAbortTimedOutIntervalMs }),
 	fieldFor("transaction.remove.expired.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionRemoveExpiredIntervalMs }),
 	fieldFor("transaction.partition.verification.enable", func(b *Broker) any { return &b.TransactionPartitionVerificationEnable }),
+	fieldFor("add.partitions.to.txn.retry.backoff.ms", func(b *Broker) any { return &b.AddPartitionsToTxnRetryBackoffMs }),
+	fieldFor("add.partitions.to.txn.retry.backoff.max.ms", func(b *Broker) any { return &b.AddPartitionsToTxnRetryBackoffMaxMs }),
 	fieldFor("producer.id.expiration.ms", func(b *Broker) any { return &b.ProducerIDExpirationMs }),
 	fieldFor("producer.id.expiration.check.interval.ms", func(b *Broker) any { return &b.ProducerIDExpirationCheckIntervalMs }),
 }

@@ -213,8 +213,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.consumer.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
 	bk("group.consumer.min.assignment.interval.ms", TypeInt, v("0"), ro, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
 	// Transactions: issue 20.
-	bk("add.partitions.to.txn.retry.backoff.max.ms", TypeInt, v("100"), ro, "Longest backoff between retries of a transaction partition verification (KIP-890).").later(20, "transaction partition verification (KIP-890)"),
-	bk("add.partitions.to.txn.retry.backoff.ms", TypeInt, v("20"), ro, "Backoff between retries of a transaction partition verification (KIP-890).").later(20, "transaction partition verification (KIP-890)"),
 	bk("transaction.two.phase.commit.enable", TypeBoolean, v("false"), ro, "Allow transactions prepared for a two-phase commit with an external coordinator (KIP-939).").later(20, "two-phase commit transactions (KIP-939)"),
 	// Several log dirs per broker (JBOD, KIP-858): issue 20.
 	bk("cordoned.log.dirs", TypeList, v(""), pb, "Log dirs that receive no new replicas (KIP-1066).").later(20, "several log dirs per broker (JBOD, KIP-858)"),
