@@ -27,7 +27,10 @@ package broker
 // add.partitions.to.txn.retry.backoff.max.ms, every
 // add.partitions.to.txn.retry.backoff.ms), a coordinator that is loading,
 // moving or unreachable are NOT_ENOUGH_REPLICAS, which every client
-// retries without refreshing its metadata. A guard (txn/verification.go)
+// retries without refreshing its metadata. (Kafka 4.4 retries
+// CONCURRENT_TRANSACTIONS only when it adds the partition, transaction
+// version 2, and answers a VerifyOnly question at once; sluice retries
+// both.) A guard (txn/verification.go)
 // makes the append fail with INVALID_TXN_STATE if the transaction's marker
 // reached the partition between the answer and the append.
 //
