@@ -30,6 +30,20 @@ func javaAPIVersionsRow() row {
 // themselves), "ControlledShutdown(7): 1 to 3 [unusable: node too new],".
 var apiVersionLine = regexp.MustCompile(`^\s*(\w+)\((\d+)\): (UNSUPPORTED|(\d+)(?: to (\d+))? \[(?:usable: (\d+)|unusable: [a-z ]+)\]),?$`)
 
+// unknownAPIVersionLine is the tool's line for a key newer than the tool
+// itself (Kafka 4.1.1's tool and UnregisterController, 94): "UNKNOWN(94):
+// 0," with no usable part. Its groups 1-5 are apiVersionLine's.
+var unknownAPIVersionLine = regexp.MustCompile(`^\s*(UNKNOWN)\((\d+)\): ((\d+)(?: to (\d+))?),?$`)
+
+// matchAPIVersionLine matches line against apiVersionLine, then against
+// unknownAPIVersionLine; nil if neither matches.
+func matchAPIVersionLine(line string) []string {
+	if m := apiVersionLine.FindStringSubmatch(line); m != nil {
+		return m
+	}
+	return unknownAPIVersionLine.FindStringSubmatch(line)
+}
+
 // runJavaAPIVersions checks that the tool lists, for the broker with node id
 // 1 at the row's address, exactly the version ranges the broker advertises
 // to franz-go, and UNSUPPORTED for every other API the tool knows.
@@ -62,7 +76,7 @@ func runJavaAPIVersions(ctx context.Context, env *rowEnv) error {
 		if line == ")" {
 			break
 		}
-		m := apiVersionLine.FindStringSubmatch(line)
+		m := matchAPIVersionLine(line)
 		if m == nil {
 			return fmt.Errorf("cannot parse line %q", line)
 		}

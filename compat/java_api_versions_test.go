@@ -93,7 +93,7 @@ func parseAPIVersions(out string) (map[int]apiRange, error) {
 			}
 			return keys, nil
 		}
-		m := apiVersionLine.FindStringSubmatch(line)
+		m := matchAPIVersionLine(line)
 		if m == nil {
 			return nil, fmt.Errorf("cannot parse line %q", line)
 		}

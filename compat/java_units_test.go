@@ -55,9 +55,11 @@ func TestAPIVersionLine(t *testing.T) {
 		{line: "\tControlledShutdown(7): 1 to 3 [unusable: node too new],", name: "ControlledShutdown", lo: "1", hi: "3"},
 		{line: "\tDeleteShareGroupOffsets(92): UNSUPPORTED", name: "DeleteShareGroupOffsets", unsupported: true},
 		{line: "\tProduce(0): 3 to 13", shouldNotMatch: true},
+		{line: "\tUNKNOWN(94): 0,", name: "UNKNOWN", lo: "0"},
+		{line: "\tUNKNOWN(95): 0 to 2", name: "UNKNOWN", lo: "0", hi: "2"},
 	}
 	for _, c := range cases {
-		m := apiVersionLine.FindStringSubmatch(c.line)
+		m := matchAPIVersionLine(c.line)
 		if c.shouldNotMatch {
 			if m != nil {
 				t.Errorf("%q matched", c.line)
