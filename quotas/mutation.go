@@ -121,7 +121,9 @@ func throttle(tokens, limit float64) time.Duration {
 
 // TakeStrict charges partitions to q's bucket at now, unless the bucket is
 // in debt: then nothing is charged, ok is false and wait is the time until
-// the debt is repaid. A quota of zero (or less) never refills: it
+// the debt is repaid, at least a millisecond (a debt repaid in under half
+// a millisecond would round to a refusal without a throttle time, which
+// tells the client nothing). A quota of zero (or less) never refills: it
 // admits no partition, and the wait it reports is one second, so that a
 // client retrying on its own does not spin.
 func (m *MutationRates) TakeStrict(q Resolved, partitions int, now time.Time) (wait time.Duration, ok bool) {
@@ -135,7 +137,7 @@ func (m *MutationRates) TakeStrict(q Resolved, partitions int, now time.Time) (w
 	defer m.mu.Unlock()
 	bk := m.bucketLocked(q, now)
 	if bk.tokens < 0 {
-		return throttle(bk.tokens, q.Limit), false
+		return max(throttle(bk.tokens, q.Limit), time.Millisecond), false
 	}
 	bk.tokens -= float64(partitions)
 	return 0, true

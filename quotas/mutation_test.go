@@ -42,6 +42,24 @@ func TestMutationStrictBurstThenDebt(t *testing.T) {
 	}
 }
 
+// TestMutationStrictRefusalHasThrottle: a bucket whose debt is repaid in
+// less than half a millisecond still refuses a strict request, and the
+// refusal carries a throttle time of at least a millisecond, never zero
+// (TestControllerMutationRateRequestSplit saw "refused without a throttle
+// time" once on a loaded machine).
+func TestMutationStrictRefusalHasThrottle(t *testing.T) {
+	m := NewMutationRates(0, 0)
+	q := Resolved{Limit: 10, User: "ANONYMOUS", ClientID: "c"}
+	if _, ok := m.TakeStrict(q, 111, t0); !ok {
+		t.Fatal("first take with a full bucket refused")
+	}
+	// -1 token at 10/s: 100 ms of debt; 99.6 ms later 0.4 ms are left.
+	wait, ok := m.TakeStrict(q, 1, t0.Add(99600*time.Microsecond))
+	if ok || wait < time.Millisecond {
+		t.Fatalf("with 0.4ms of debt left: ok=%v wait=%v, want refused with at least 1ms", ok, wait)
+	}
+}
+
 // TestMutationRefillCappedAtBurst: an idle bucket saves at most the burst.
 func TestMutationRefillCappedAtBurst(t *testing.T) {
 	tests := []struct {
