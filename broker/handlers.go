@@ -79,4 +79,6 @@ func (b *Broker) registerHandlers() {
 	b.registerQuorumHandlers(r)    // quorum.go
 	b.registerTelemetryHandlers(r) // telemetry.go
 	b.registerShareHandlers(r)     // share.go
+	b.registerStreamsHandlers(r)   // streams.go
+	b.registerLogDirHandlers(r)    // log_dirs.go
 }
