@@ -2,17 +2,21 @@ package broker
 
 // DescribeLogDirs (api key 35), versions 1–5.
 //
-// Lists this broker's log directory with the size of each partition's log
-// (all partitions, or the topics and partitions asked for), and from v4 the
-// file system's total and usable bytes (KIP-827). OffsetLag is 0: sluice has
-// no future (moving) replicas inside a broker.
+// Lists every log directory of this broker (log.dirs, log_dirs_set.go) in
+// the configured order: an offline one with KAFKA_STORAGE_ERROR and no
+// replicas, an online one with the replicas it holds (all, or the topics
+// and partitions asked for), each with its log's size, its offset lag and
+// whether it is the future replica of a move between directories
+// (AlterReplicaLogDirs, 34_alter_replica_log_dirs.go), and from v4 the file
+// system's total and usable bytes (KIP-827). The offset lag is Kafka's: a
+// future replica's distance behind the current one, a current replica's
+// log end behind its high watermark (0 when it is not behind).
 //
 // DESCRIBE on the cluster is needed (CLUSTER_AUTHORIZATION_FAILED with no
 // directories, authorize_requests.go).
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"syscall"
 
@@ -31,20 +35,6 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *protocol.Request)
 		return resp, nil
 	}
 
-	dir := kmsg.NewDescribeLogDirsResponseDir()
-	path, err := filepath.Abs(b.dir.Path())
-	if err != nil {
-		path = b.dir.Path()
-	}
-	dir.Dir = path
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(path, &st); err == nil {
-		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
-		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
-	} else {
-		dir.TotalBytes, dir.UsableBytes = -1, -1
-	}
-
 	want := func(tp logstore.TopicPartition) bool { return true }
 	if req.Topics != nil {
 		asked := make(map[logstore.TopicPartition]bool)
@@ -56,18 +46,50 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *protocol.Request)
 		want = func(tp logstore.TopicPartition) bool { return asked[tp] }
 	}
 
-	b.mu.RLock()
+	for _, ld := range b.dir.dirs {
+		resp.Dirs = append(resp.Dirs, b.describeLogDir(ld, want))
+	}
+	return resp, nil
+}
+
+// describeLogDir describes one directory: KAFKA_STORAGE_ERROR if it is
+// offline, else its file system's sizes and the replicas (current and
+// future) it holds that want selects.
+func (b *Broker) describeLogDir(ld *logDir, want func(logstore.TopicPartition) bool) kmsg.DescribeLogDirsResponseDir {
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	dir.Dir = ld.path
+	dir.TotalBytes, dir.UsableBytes = -1, -1
+	if b.dir.dirOffline(ld) != nil {
+		dir.ErrorCode = kerr.KafkaStorageError.Code
+		return dir
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(ld.path, &st); err == nil {
+		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
+		dir.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
+	}
 	byTopic := make(map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition)
-	for tp, p := range b.partitions {
-		if !want(tp) {
+	for _, r := range b.dir.replicasIn(ld) {
+		if !want(r.tp) {
 			continue
 		}
 		sp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		sp.Partition = tp.Partition
-		sp.Size = p.log.Size()
-		byTopic[tp.Topic] = append(byTopic[tp.Topic], sp)
+		sp.Partition = r.tp.Partition
+		sp.Size = r.log.Size()
+		sp.IsFuture = r.future
+		// Kafka's getLogEndOffsetLag: a future replica's lag behind the
+		// current one, a current replica's behind its high watermark.
+		if cur := b.partition(r.tp); cur != nil {
+			if r.future {
+				sp.OffsetLag = max(cur.log.LogEndOffset()-r.log.LogEndOffset(), 0)
+			} else {
+				sp.OffsetLag = max(cur.highWatermark()-r.log.LogEndOffset(), 0)
+			}
+		} else {
+			sp.OffsetLag = -1
+		}
+		byTopic[r.tp.Topic] = append(byTopic[r.tp.Topic], sp)
 	}
-	b.mu.RUnlock()
 
 	names := make([]string, 0, len(byTopic))
 	for name := range byTopic {
@@ -76,12 +98,22 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *protocol.Request)
 	slices.Sort(names)
 	for _, name := range names {
 		parts := byTopic[name]
-		slices.SortFunc(parts, func(x, y kmsg.DescribeLogDirsResponseDirTopicPartition) int { return int(x.Partition - y.Partition) })
+		slices.SortFunc(parts, func(x, y kmsg.DescribeLogDirsResponseDirTopicPartition) int {
+			if x.Partition != y.Partition {
+				return int(x.Partition - y.Partition)
+			}
+			if x.IsFuture == y.IsFuture {
+				return 0
+			}
+			if x.IsFuture {
+				return 1
+			}
+			return -1
+		})
 		t := kmsg.NewDescribeLogDirsResponseDirTopic()
 		t.Topic = name
 		t.Partitions = parts
 		dir.Topics = append(dir.Topics, t)
 	}
-	resp.Dirs = append(resp.Dirs, dir)
-	return resp, nil
+	return dir
 }

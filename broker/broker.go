@@ -41,7 +41,7 @@ type Broker struct {
 	now    func() time.Time
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // nil: kgo's dialer
 
-	dir    *logstore.Dir
+	dir    *logDirs // log.dirs (log_dirs_set.go)
 	ctrl   *controller.Controller
 	router *protocol.Router
 	// listeners are the Kafka listeners (listeners.go), in listeners'
@@ -149,9 +149,6 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	if len(cfg.LogDirs) == 0 {
 		return nil, errors.New("broker: log.dirs is empty")
 	}
-	if len(cfg.LogDirs) > 1 {
-		return nil, errors.New("broker: log.dirs: sluice serves a single log directory per node for now")
-	}
 	b := &Broker{
 		cfg:        cfg,
 		logger:     opts.Logger,
@@ -198,7 +195,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		return nil, err
 	}
 
-	dir, err := logstore.OpenDir(cfg.LogDirs[0], logstore.Options{Logger: b.logger, Now: b.now})
+	dir, err := openLogDirs(cfg.LogDirs, logstore.Options{Logger: b.logger, Now: b.now}, b.logger)
 	if err != nil {
 		closeListeners()
 		return nil, fmt.Errorf("broker: log.dirs: %w", err)
@@ -253,6 +250,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		return nil, fmt.Errorf("broker: metadata: %w", err)
 	}
 	b.ctrl = ctrl
+	dir.writeMeta(ctrl.ClusterID(), cfg.NodeID, b.now())
 	b.reconcile(ctrl.Image())
 	// The authorizer notes how far the metadata log goes now, so its
 	// first checks wait until the ACLs logged after the snapshot are
@@ -262,7 +260,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	// Every assigned partition's log is open now, so the recovery figures
 	// are final: operators (and the binary's tests) read them here.
 	rs := dir.RecoveryStats()
-	b.logger.Info("log dir opened", "dir", cfg.LogDirs[0], "clean_shutdown", dir.HadCleanShutdown(),
+	b.logger.Info("log dir opened", "dirs", strings.Join(cfg.LogDirs, ","), "clean_shutdown", dir.HadCleanShutdown(),
 		"partitions", len(dir.Partitions()), "segments_scanned", rs.SegmentsScanned, "bytes_truncated", rs.BytesTruncated)
 
 	b.router = protocol.NewRouter(b.logger)

@@ -88,7 +88,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 				p = nil
 			}
 			if p == nil {
-				log, err := b.dir.Open(tp, t.ID, logCfg)
+				log, err := b.dir.Open(tp, t.ID, logCfg, newReplica(prev, t, mp.Partition, self))
 				if errors.Is(err, logstore.ErrLogOffline) {
 					// Offline until the next start (the Dir logged
 					// why): no empty log takes its place, no fetcher
@@ -218,7 +218,7 @@ func (b *Broker) removeOrphans() {
 		if b.partition(tp) != nil || b.dir.Offline(tp) != nil {
 			continue
 		}
-		log, err := b.dir.Open(tp, [16]byte{}, logstore.DefaultConfig())
+		log, err := b.dir.Open(tp, [16]byte{}, logstore.DefaultConfig(), false)
 		if err != nil {
 			if !errors.Is(err, logstore.ErrLogOffline) {
 				b.logger.Warn("keeping a log that is not assigned here but does not open", "topic", tp.Topic, "partition", tp.Partition, "err", err)

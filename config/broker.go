@@ -676,7 +676,11 @@ func (b *Broker) Validate() error {
 	return checkLogDirs(b.LogDirs)
 }
 
-// checkLogDirs creates each log dir and writes and removes a probe file in it.
+// checkLogDirs creates each log dir and writes and removes a probe file in
+// it. Only the first directory (it holds the metadata log) must pass, as
+// Kafka requires of metadata.log.dir: another one that fails is left to the
+// broker, which starts with it offline (JBOD, KIP-858), as Kafka's
+// LogManager does with a directory that fails at start.
 func checkLogDirs(dirs []string) error {
 	logDirErr := func(format string, args ...any) error {
 		return &KeyError{Key: "log.dirs", Detail: fmt.Sprintf(format, args...), Kind: ErrInvalidValue}
@@ -694,20 +698,32 @@ func checkLogDirs(dirs []string) error {
 			return logDirErr("%s is listed twice", dir)
 		}
 		seen[abs] = true
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return logDirErr("cannot create %s: %v", dir, unwrapPath(err))
+	}
+	for i, dir := range dirs {
+		if err := probeLogDir(dir); err != nil {
+			if i == 0 {
+				return logDirErr("%v", err)
+			}
 		}
-		f, err := os.CreateTemp(dir, ".sluice-probe-*")
-		if err != nil {
-			return logDirErr("cannot write in %s: %v", dir, unwrapPath(err))
-		}
-		name := f.Name()
-		_, werr := f.Write([]byte("probe"))
-		cerr := f.Close()
-		os.Remove(name)
-		if err := errors.Join(werr, cerr); err != nil {
-			return logDirErr("cannot write in %s: %v", dir, unwrapPath(err))
-		}
+	}
+	return nil
+}
+
+// probeLogDir creates dir and writes and removes a probe file in it.
+func probeLogDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %v", dir, unwrapPath(err))
+	}
+	f, err := os.CreateTemp(dir, ".sluice-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write in %s: %v", dir, unwrapPath(err))
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("probe"))
+	cerr := f.Close()
+	os.Remove(name)
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("cannot write in %s: %v", dir, unwrapPath(err))
 	}
 	return nil
 }

@@ -69,7 +69,12 @@ func (n *Node) start(addr string) {
 func (n *Node) open(addr string, timeout time.Duration) error {
 	// New groups do not wait for more members (Kafka's default is 3s);
 	// a test's own overrides come later and win.
-	ovr := append([]string{"log.dirs=" + n.Dir, "group.initial.rebalance.delay.ms=0"}, n.Overrides...)
+	ovr := []string{"log.dirs=" + n.Dir, "group.initial.rebalance.delay.ms=0"}
+	// "{node.dir}" in an override is this node's data directory, so one
+	// cluster-wide override can give every node several log dirs.
+	for _, o := range n.Overrides {
+		ovr = append(ovr, strings.ReplaceAll(o, "{node.dir}", n.Dir))
+	}
 	cfg, err := config.Load("", ovr)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
