@@ -57,8 +57,8 @@ import (
 //
 // The row fails when a test fails, and when a top-level test skipped
 // itself: the suite then runs with nothing it can test left off but what
-// kgo_excluded.txt (share groups) and, on three nodes,
-// kgo_excluded_rf3.txt leave out.
+// kgo_excluded.txt and, on three nodes, kgo_excluded_rf3.txt leave out,
+// and the share-group tests the cluster cannot run yet (kgo_share_test.go).
 
 // kgoExcludedTLSFile lists the tests the kgo-security rows skip on top of
 // kgo_excluded.txt (and kgo_excluded_rf3.txt on three nodes), each with
@@ -383,7 +383,7 @@ func (s *secureNodes) run(ctx context.Context, env *rowEnv) error {
 		"KGO_TEST_OAUTH_SEEDS=" + strings.Join(s.list(func(a secureAddrs) string { return a.saslPlain }), ","),
 	}
 	env.t.Logf("suite environment: %s", strings.Join(extra, " "))
-	sum, err := runKgoSuiteEnv(ctx, env, s.n, extra, []string{kgoExcludedTLSFile})
+	sum, err := runKgoSuiteEnv(ctx, env, s.n, extra, []string{kgoExcludedTLSFile}, []kgo.Opt{kgo.DialTLSConfig(s.tlsConfig())})
 	if err != nil {
 		return err
 	}

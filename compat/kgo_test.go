@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kgoPackage is franz-go's client package; its tests are an integration suite
@@ -71,18 +73,26 @@ func kgoRow(name string, nodes int) row {
 // brokers, creating topics with replication factor rf, and fails on any
 // failed test, on a non-zero exit, or when no test passed.
 func runKgoSuite(ctx context.Context, env *rowEnv, rf int) error {
-	_, err := runKgoSuiteEnv(ctx, env, rf, nil, nil)
+	_, err := runKgoSuiteEnv(ctx, env, rf, nil, nil, nil)
 	return err
 }
 
 // runKgoSuiteEnv is runKgoSuite with more KGO_ variables (key=value) in the
 // suite's environment and the tests of more exclusion files skipped; it
-// returns the suite's events as well, once the suite has run.
-func runKgoSuiteEnv(ctx context.Context, env *rowEnv, rf int, extraEnv, moreExclusionFiles []string) (*testSummary, error) {
+// returns the suite's events as well, once the suite has run. clientOpts
+// are what the row's own clients need to talk to its nodes (TLS): the
+// share-group tests run only when the cluster serves share groups
+// (kgo_share_test.go), and must pass when they run.
+func runKgoSuiteEnv(ctx context.Context, env *rowEnv, rf int, extraEnv, moreExclusionFiles []string, clientOpts []kgo.Opt) (*testSummary, error) {
 	excluded, err := readExclusions(kgoExcludedFile)
 	if err != nil {
 		return nil, err
 	}
+	shareLeftOut, err := kgoShareExclusions(ctx, env, clientOpts...)
+	if err != nil {
+		return nil, err
+	}
+	excluded = append(excluded, shareLeftOut...)
 	for _, file := range moreExclusionFiles {
 		more, err := readExclusions(file)
 		if err != nil {
@@ -142,7 +152,7 @@ func runKgoSuiteEnv(ctx context.Context, env *rowEnv, rf int, extraEnv, moreExcl
 		if sum.passed == 0 {
 			return sum, fmt.Errorf("go test %s ran no test\n%s", kgoPackage, stderr.String())
 		}
-		return sum, nil
+		return sum, checkShareTestsRan(sum, shareLeftOut)
 	}
 
 	return sum, sum.failure("", "go test "+kgoPackage, waitErr, rawPath, stderr.String())

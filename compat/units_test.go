@@ -8,16 +8,16 @@ import (
 	"testing"
 )
 
-// TestKgoExclusions checks kgo_excluded.txt parses and that the -skip pattern
-// built from it skips exactly the listed tests. It needs no broker.
+// TestKgoExclusions checks kgo_excluded.txt parses (it may list nothing:
+// the share tests are gated in kgo_share_test.go) and that the -skip
+// pattern built from it, plus a sample name, skips exactly the listed
+// tests. It needs no broker.
 func TestKgoExclusions(t *testing.T) {
 	names, err := readExclusions(kgoExcludedFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) == 0 {
-		t.Fatal("no exclusions read; the file is expected to list the group, transaction and share tests")
-	}
+	names = append(names, "TestGroupETL")
 	skip := regexp.MustCompile(skipPattern(names))
 	for _, name := range names {
 		if !skip.MatchString(name) {
