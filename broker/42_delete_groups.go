@@ -4,7 +4,10 @@ package broker
 //
 // Deletes groups without members: their committed offsets and metadata are
 // tombstoned in __consumer_offsets. A group with members is NON_EMPTY_GROUP,
-// an unknown one GROUP_ID_NOT_FOUND. v3 adds an error message per group. A
+// an unknown one GROUP_ID_NOT_FOUND. The share-partition state of a share
+// group is deleted first (DeleteShareGroupState for each partition it
+// initialized, as Kafka does; deleteGroupShareState in
+// 92_delete_share_group_offsets.go). v3 adds an error message per group. A
 // group named more than once is deleted and answered once, as Kafka's
 // KafkaApis takes the distinct group names. A group the principal may not
 // DELETE is GROUP_AUTHORIZATION_FAILED and left as it is
@@ -28,7 +31,10 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, r *protocol.Request) (k
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = g
 		if b.authorizedGroup(r, kmsg.ACLOperationDelete, g) {
-			rg.ErrorCode = b.groups.Delete(ctx, g)
+			// A share group's share-partition state goes first (92_*.go).
+			if rg.ErrorCode = b.deleteGroupShareState(ctx, g); rg.ErrorCode == 0 {
+				rg.ErrorCode = b.groups.Delete(ctx, g)
+			}
 		} else {
 			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		}

@@ -42,6 +42,10 @@ func (b *Broker) registerShareHandlers(r quotaRouter) {
 	r.Register(77, 1, 1, b.handleShareGroupDescribe)
 	r.Register(78, 1, 2, b.handleShareFetch)       // 78_share_fetch.go
 	r.Register(79, 1, 2, b.handleShareAcknowledge) // 79_share_acknowledge.go
+
+	r.Register(90, 0, 1, b.handleDescribeShareGroupOffsets) // 90_describe_share_group_offsets.go
+	r.Register(91, 0, 0, b.handleAlterShareGroupOffsets)    // 91_alter_share_group_offsets.go
+	r.Register(92, 0, 0, b.handleDeleteShareGroupOffsets)   // 92_delete_share_group_offsets.go
 }
 
 // shareGroupSettings returns the session timeout and heartbeat interval a

@@ -1,0 +1,138 @@
+package broker
+
+// DeleteShareGroupOffsets (api key 92), version 0 (KIP-932, Kafka 4.4),
+// served by the group coordinator of the group.
+//
+// Deletes the share-partition state of the named topics' partitions
+// (share.Persister.DeleteState), so that a share-partition of them starts
+// afresh at share.auto.offset.reset the next time the group consumes it.
+// The share group must exist (GROUP_ID_NOT_FOUND, also for a group of
+// another type) and have no members (NON_EMPTY_GROUP); a topic that does
+// not exist, or whose state the group never initialized, is
+// UNKNOWN_TOPIC_OR_PARTITION (groups.DeleteShareOffsets). This broker's
+// loaded share-partitions of the deleted keys are dropped
+// (share.Manager.Forget).
+//
+// Authorization as Kafka's KafkaApis: DELETE on the group
+// (GROUP_AUTHORIZATION_FAILED for the whole request), READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED for the topic). share.version below 1 is
+// UNSUPPORTED_VERSION (share.go). Top-level errors carry no topics.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/groups"
+	"github.com/sluicedev/sluice/protocol"
+)
+
+func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	topLevel := func(code int16, msg string) (kmsg.Response, error) {
+		resp.ErrorCode = code
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		} else {
+			resp.ErrorMessage = errorMessage(kerr.ErrorForCode(code))
+		}
+		return resp, nil
+	}
+	switch {
+	case !b.shareGroupsEnabled():
+		return topLevel(kerr.UnsupportedVersion.Code, "")
+	case !b.authorizedGroup(r, kmsg.ACLOperationDelete, req.GroupID):
+		return topLevel(kerr.GroupAuthorizationFailed.Code, "")
+	}
+	img := b.metadata()
+	if img == nil {
+		return topLevel(kerr.CoordinatorNotAvailable.Code, "")
+	}
+	readable := b.topicAuth(r, kmsg.ACLOperationRead)
+	var refused, unknown []kmsg.DeleteShareGroupOffsetsResponseTopic
+	var topics []groups.TopicInfo
+	seen := make(map[string]bool)
+	for _, rt := range req.Topics {
+		if seen[rt.Topic] {
+			continue
+		}
+		seen[rt.Topic] = true
+		t := img.Topics[rt.Topic]
+		switch {
+		case !readable.allowed(rt.Topic):
+			refused = append(refused, deleteShareOffsetsTopic(rt.Topic, [16]byte{}, kerr.TopicAuthorizationFailed.Code, errorMessage(kerr.TopicAuthorizationFailed)))
+		case t == nil:
+			unknown = append(unknown, deleteShareOffsetsTopic(rt.Topic, [16]byte{}, kerr.UnknownTopicOrPartition.Code, errorMessage(kerr.UnknownTopicOrPartition)))
+		default:
+			topics = append(topics, groups.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+		}
+	}
+
+	mgr := b.shareState().mgr
+	results, code, msg := b.groups.DeleteShareOffsets(ctx, req.GroupID, topics, func(ctx context.Context, parts groups.SharePartitions) map[[16]byte]error {
+		out := make(map[[16]byte]error)
+		for _, key := range sharePartitionsOf(req.GroupID, parts) {
+			if err := mgr.Persister().DeleteState(ctx, key); err != nil && out[key.TopicID] == nil {
+				out[key.TopicID] = fmt.Errorf("%w: %v", kerr.ErrorForCode(shareErrorCode(err)), err)
+			}
+			mgr.Forget(key)
+		}
+		return out
+	})
+	if code != 0 {
+		return topLevel(code, msg)
+	}
+	resp.Topics = refused
+	var failed []kmsg.DeleteShareGroupOffsetsResponseTopic
+	for _, t := range topics {
+		res := results[t.ID]
+		if res.Code == 0 {
+			resp.Topics = append(resp.Topics, deleteShareOffsetsTopic(t.Name, t.ID, 0, nil))
+			continue
+		}
+		m := res.Message
+		failed = append(failed, deleteShareOffsetsTopic(t.Name, [16]byte{}, res.Code, &m))
+	}
+	resp.Topics = append(append(resp.Topics, failed...), unknown...)
+	return resp, nil
+}
+
+func deleteShareOffsetsTopic(name string, id [16]byte, code int16, msg *string) kmsg.DeleteShareGroupOffsetsResponseTopic {
+	out := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+	out.Topic, out.TopicID, out.ErrorCode, out.ErrorMessage = name, id, code, msg
+	return out
+}
+
+// deleteGroupShareState is DeleteGroups' first step for a share group, as
+// Kafka's GroupCoordinatorService chains it: the share-partition state of
+// every partition the group initialized is deleted
+// (DeleteShareGroupState per partition) before the group itself. It
+// returns NON_EMPTY_GROUP for a share group with members, the error of a
+// failed deletion, or 0 (also for a group that is not a share group, which
+// the general deletion answers).
+func (b *Broker) deleteGroupShareState(ctx context.Context, group string) int16 {
+	img := b.metadata()
+	if img == nil {
+		return 0
+	}
+	counts := make(map[[16]byte]int32, len(img.TopicsByID))
+	for id, t := range img.TopicsByID {
+		counts[id] = int32(len(t.Partitions))
+	}
+	parts, isShare, code := b.groups.ShareStateForDeletion(group, counts)
+	if !isShare || code != 0 {
+		return code
+	}
+	mgr := b.shareState().mgr
+	var failed error
+	for _, key := range sharePartitionsOf(group, parts) {
+		if err := mgr.Persister().DeleteState(ctx, key); err != nil && failed == nil {
+			failed = err
+		}
+		mgr.Forget(key)
+	}
+	return shareErrorCode(failed)
+}

@@ -1,0 +1,347 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/broker"
+	"github.com/sluicedev/sluice/sluicetest"
+)
+
+// produceSharePartition writes n records to one partition of topic.
+func produceSharePartition(t *testing.T, cl *kgo.Client, topic string, partition int32, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rs []*kgo.Record
+	for i := range n {
+		rs = append(rs, &kgo.Record{Topic: topic, Partition: partition, Value: []byte(fmt.Sprintf("p%d-%d", partition, i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shareConsumeAll consumes with a new share consumer of group, accepting
+// every record, until want records came (or the deadline), and closes it;
+// it returns partition → offsets delivered.
+func shareConsumeAll(t *testing.T, n *sluicetest.Node, group, topic string, want int) map[int32][]int64 {
+	t.Helper()
+	cl := n.Client(kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	got := make(map[int32][]int64)
+	count := 0
+	for count < want && ctx.Err() == nil {
+		fs := cl.PollRecords(ctx, 100)
+		for _, r := range fs.Records() {
+			r.Ack(kgo.AckAccept)
+			got[r.Partition] = append(got[r.Partition], r.Offset)
+			count++
+		}
+	}
+	if count < want {
+		t.Fatalf("share consumer of %s got %d records, want %d: %v", group, count, want, got)
+	}
+	// Send the acknowledgements before leaving.
+	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer fcancel()
+	_ = cl.FlushAcks(fctx)
+	return got
+}
+
+// waitShareGroupEmpty waits until the share group has no members.
+func waitShareGroupEmpty(t *testing.T, adm *kadm.Client, group string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ds, err := adm.DescribeShareGroups(context.Background(), group)
+		if err == nil && ds[group].Err == nil && len(ds[group].Members) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("share group %s still has members: %v %+v", group, err, ds[group])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// describeShareOffsets describes group's offsets of topic (all initialized
+// partitions when topic is empty).
+func describeShareOffsets(t *testing.T, adm *kadm.Client, group string) map[string]map[int32]kadm.ShareOffset {
+	t.Helper()
+	ds, err := adm.DescribeShareGroupOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ds[group]
+	if d.Err != nil {
+		t.Fatalf("DescribeShareGroupOffsets %s: %v", group, d.Err)
+	}
+	out := make(map[string]map[int32]kadm.ShareOffset)
+	for topic, ps := range d.Offsets {
+		out[topic] = ps
+	}
+	return out
+}
+
+func wantShareOffset(t *testing.T, got map[string]map[int32]kadm.ShareOffset, topic string, p int32, start, lag int64) {
+	t.Helper()
+	o, ok := got[topic][p]
+	if !ok {
+		t.Fatalf("no offsets of %s[%d]: %+v", topic, p, got)
+	}
+	if o.Err != nil || o.StartOffset != start || o.Lag != lag {
+		t.Fatalf("%s[%d]: start offset %d lag %d err %v, want start %d lag %d", topic, p, o.StartOffset, o.Lag, o.Err, start, lag)
+	}
+}
+
+// The share-group offset admin APIs on a real node with franz-go's kadm:
+// DescribeShareGroupOffsets reports each partition's start offset and lag
+// (KIP-1226: latest offset − start offset − delivery-complete count);
+// AlterShareGroupOffsets and DeleteShareGroupOffsets are refused while the
+// group has members (NON_EMPTY_GROUP); once it is empty an altered start
+// offset is where the group's next consumer starts (the share-partition
+// loaded before is not used again), and deleted state is gone.
+func TestShareGroupOffsetsAdmin(t *testing.T) {
+	broker.ForceShareGroups(t)
+	n := sluicetest.Start(t)
+	adm := n.Admin()
+	const topic, group = "sq-offs", "sg-offs"
+	createTopic(t, n, topic, 2, nil)
+	mustAlterGroupConfigs(t, n.Client(), group, "set:share.auto.offset.reset=earliest")
+	producer := n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	t.Cleanup(producer.Close)
+	produceSharePartition(t, producer, topic, 0, 10)
+	produceSharePartition(t, producer, topic, 1, 10)
+
+	// A member holds the group while the admin tries to change it.
+	member := n.Client(kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	for got := 0; got < 20 && ctx.Err() == nil; {
+		fs := member.PollRecords(ctx, 100)
+		for _, r := range fs.Records() {
+			r.Ack(kgo.AckAccept)
+			got++
+		}
+	}
+	if err := member.FlushAcks(ctx); err != nil {
+		t.Fatalf("FlushAcks: %v", err)
+	}
+	if _, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{topic: {0: {At: 0}}}); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("AlterShareGroupOffsets of a group with a member: %v, want NON_EMPTY_GROUP", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, group, topic); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("DeleteShareGroupOffsets of a group with a member: %v, want NON_EMPTY_GROUP", err)
+	}
+	got := describeShareOffsets(t, adm, group)
+	wantShareOffset(t, got, topic, 0, 10, 0)
+	wantShareOffset(t, got, topic, 1, 10, 0)
+	member.Close()
+	waitShareGroupEmpty(t, adm, group)
+
+	produceSharePartition(t, producer, topic, 0, 5)
+	got = describeShareOffsets(t, adm, group)
+	wantShareOffset(t, got, topic, 0, 10, 5)
+
+	// Alter: partition 0 back to 3, partition 1 to 8; a partition the
+	// topic does not have and a topic that does not exist are refused.
+	rs, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{
+		topic:     {0: {At: 3}, 1: {At: 8}, 7: {At: 0}},
+		"sq-none": {0: {At: 0}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, want := range map[[2]any]error{{topic, int32(0)}: nil, {topic, int32(1)}: nil, {topic, int32(7)}: kerr.UnknownTopicOrPartition, {"sq-none", int32(0)}: kerr.UnknownTopicOrPartition} {
+		if e, ok := rs.Lookup(tp[0].(string), tp[1].(int32)); !ok || !errors.Is(e, want) && e != want {
+			t.Fatalf("AlterShareGroupOffsets %v: %v (answered %v), want %v", tp, e, ok, want)
+		}
+	}
+	got = describeShareOffsets(t, adm, group)
+	wantShareOffset(t, got, topic, 0, 3, 12)
+	wantShareOffset(t, got, topic, 1, 8, 2)
+
+	// The next consumer starts at the altered offsets.
+	delivered := shareConsumeAll(t, n, group, topic, 14)
+	if len(delivered[0]) != 12 || delivered[0][0] != 3 || len(delivered[1]) != 2 || delivered[1][0] != 8 {
+		t.Fatalf("after the alter the group got %v, want offsets 3-14 of partition 0 and 8-9 of partition 1", delivered)
+	}
+	waitShareGroupEmpty(t, adm, group)
+
+	// Delete: the topic's state goes; a topic the group never read and a
+	// group that does not exist are refused.
+	createTopic(t, n, "sq-other", 1, nil)
+	drs, err := adm.DeleteShareGroupOffsets(ctx, group, topic, "sq-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := drs.Lookup(topic); !ok || e != nil {
+		t.Fatalf("DeleteShareGroupOffsets %s: %v %v", topic, e, ok)
+	}
+	if e, _ := drs.Lookup("sq-other"); !errors.Is(e, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("DeleteShareGroupOffsets of a topic the group never read: %v", e)
+	}
+	if got := describeShareOffsets(t, adm, group); len(got) != 0 {
+		t.Fatalf("after the delete the group describes %+v, want nothing", got)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "sg-none", topic); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("DeleteShareGroupOffsets of a group that does not exist: %v", err)
+	}
+	// Named topics are read whatever the group: no state is start offset -1.
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = group
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, n.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Groups[0].Topics[0].Partitions[0]; p.StartOffset != -1 || p.Lag != -1 || p.ErrorCode != 0 {
+		t.Fatalf("deleted state describes as %+v, want start offset -1", p)
+	}
+	// The next consumer starts afresh from share.auto.offset.reset.
+	if delivered := shareConsumeAll(t, n, group, topic, 25); len(delivered[0]) != 15 || len(delivered[1]) != 10 {
+		t.Fatalf("after the delete the group got %v, want every record again", delivered)
+	}
+}
+
+// AlterShareGroupOffsets creates a share group that does not exist (Kafka
+// 4.4), refuses a group of another type (GROUP_ID_NOT_FOUND), and
+// DeleteGroups of a share group deletes its share-partition state.
+func TestShareGroupOffsetsNewGroupAndDeleteGroups(t *testing.T) {
+	broker.ForceShareGroups(t)
+	n := sluicetest.Start(t)
+	adm := n.Admin()
+	const topic = "sq-new"
+	createTopic(t, n, topic, 1, nil)
+	producer := n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	t.Cleanup(producer.Close)
+	produceSharePartition(t, producer, topic, 0, 20)
+	ctx := context.Background()
+
+	rs, err := adm.AlterShareGroupOffsets(ctx, "sg-new", kadm.Offsets{topic: {0: {At: 8}}})
+	if err != nil || rs.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets of a new group: %v %v", err, rs)
+	}
+	got := describeShareOffsets(t, adm, "sg-new")
+	wantShareOffset(t, got, topic, 0, 8, 12)
+	ls, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := ls["sg-new"]; !ok || l.GroupType != "share" {
+		t.Fatalf("the altered group is listed as %+v (%v)", l, ok)
+	}
+
+	// A classic consumer group's id is not a share group's.
+	if _, err := adm.CommitOffsets(ctx, "cg-classic", kadm.Offsets{topic: {0: {At: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AlterShareGroupOffsets(ctx, "cg-classic", kadm.Offsets{topic: {0: {At: 1}}}); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("AlterShareGroupOffsets of a consumer group: %v, want GROUP_ID_NOT_FOUND", err)
+	}
+
+	dr, err := adm.DeleteGroups(ctx, "sg-new")
+	if err != nil || dr.Error() != nil {
+		t.Fatalf("DeleteGroups: %v %v", err, dr)
+	}
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = "sg-new"
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, n.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Groups[0].Topics[0].Partitions[0]; p.StartOffset != -1 {
+		t.Fatalf("after DeleteGroups the state describes as %+v, want start offset -1", p)
+	}
+}
+
+// The offset admin APIs check Kafka's ACLs: DESCRIBE on the group for
+// DescribeShareGroupOffsets, READ on the group for Alter, DELETE for
+// Delete (GROUP_AUTHORIZATION_FAILED), and per topic DESCRIBE (describe)
+// or READ (alter, delete): TOPIC_AUTHORIZATION_FAILED.
+func TestShareGroupOffsetsAuthorization(t *testing.T) {
+	broker.ForceShareGroups(t)
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
+	adm := n.Admin()
+	createTopic(t, n, "sq-open", 1, nil)
+	createTopic(t, n, "sq-closed", 1, nil)
+	createACLs(t, adm, kadm.NewACLs().Groups("g-closed").Allow("User:admin").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDelete, kadm.OpDescribe))
+	createACLs(t, adm, kadm.NewACLs().Topics("sq-closed").Allow("User:admin").AllowHosts("*").Operations(kadm.OpRead, kadm.OpDescribe))
+	ctx := context.Background()
+
+	if _, err := adm.AlterShareGroupOffsets(ctx, "g-closed", kadm.Offsets{"sq-open": {0: {At: 0}}}); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("AlterShareGroupOffsets without READ on the group: %v", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "g-closed", "sq-open"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("DeleteShareGroupOffsets without DELETE on the group: %v", err)
+	}
+	if _, err := adm.DescribeShareGroupOffsets(ctx, "g-closed"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("DescribeShareGroupOffsets without DESCRIBE on the group: %v", err)
+	}
+	rs, err := adm.AlterShareGroupOffsets(ctx, "g-open", kadm.Offsets{"sq-open": {0: {At: 0}}, "sq-closed": {0: {At: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := rs.Lookup("sq-closed", 0); !errors.Is(e, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("AlterShareGroupOffsets without READ on the topic: %v", e)
+	}
+	if e, ok := rs.Lookup("sq-open", 0); !ok || e != nil {
+		t.Fatalf("AlterShareGroupOffsets with READ on the topic: %v %v", e, ok)
+	}
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = "g-open"
+	for _, name := range []string{"sq-open", "sq-closed"} {
+		rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+		rt.Topic, rt.Partitions = name, []int32{0}
+		rg.Topics = append(rg.Topics, rt)
+	}
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, n.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range resp.Groups[0].Topics {
+		p := rt.Partitions[0]
+		switch rt.Topic {
+		case "sq-open":
+			if p.ErrorCode != 0 || p.StartOffset != 0 {
+				t.Fatalf("describe of the open topic: %+v", p)
+			}
+		case "sq-closed":
+			if p.ErrorCode != kerr.TopicAuthorizationFailed.Code || p.StartOffset != -1 {
+				t.Fatalf("describe of the closed topic: %+v", p)
+			}
+		}
+	}
+	drs, err := adm.DeleteShareGroupOffsets(ctx, "g-open", "sq-open", "sq-closed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := drs.Lookup("sq-closed"); !errors.Is(e, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("DeleteShareGroupOffsets without READ on the topic: %v", e)
+	}
+	if e, ok := drs.Lookup("sq-open"); !ok || e != nil {
+		t.Fatalf("DeleteShareGroupOffsets with READ on the topic: %v %v", e, ok)
+	}
+}

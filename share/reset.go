@@ -1,0 +1,55 @@
+package share
+
+// What the share-group offset admin APIs (DescribeShareGroupOffsets,
+// AlterShareGroupOffsets, DeleteShareGroupOffsets and DeleteGroups, served
+// by the group coordinator: broker/90_*.go to 92_*.go and
+// 42_delete_groups.go) need of this package beyond the Persister: a way to
+// make this broker's loaded share-partition of a key load again after its
+// state was altered or deleted, so that its next fetch starts from the new
+// start offset; and the delivery-complete count of KIP-1226 that
+// DescribeShareGroupOffsets computes the lag from (until Summary carries
+// it, as ReadShareGroupStateSummary v1 does).
+//
+// A share-partition loaded on another broker (the partition's leader when
+// it is not the group coordinator) learns of an altered state through the
+// state epoch: the group coordinator initializes the state with a greater
+// epoch, so that leader's next write of the older epoch is fenced
+// (ErrFencedStateEpoch).
+
+import (
+	"context"
+	"math"
+)
+
+// Forget drops this broker's loaded share-partition of key, if any, so
+// that its next use loads it again from the persister: after the group
+// coordinator altered or deleted its state. A fetch that holds the
+// dropped share-partition finishes with it; its writes carry the older
+// state epoch.
+func (m *Manager) Forget(key Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.parts, key)
+}
+
+// DeliveryCompleteOf returns KIP-1226's delivery-complete count of key's
+// state (how many offsets at or past its start offset are ACKNOWLEDGED or
+// ARCHIVED), what DescribeShareGroupOffsets computes the lag from; -1 when
+// it is not known: no state, or a persister that does not report it.
+func DeliveryCompleteOf(ctx context.Context, p Persister, key Key) int64 {
+	m, ok := p.(*MemoryPersister)
+	if !ok {
+		return -1
+	}
+	st, err := m.ReadState(ctx, key, math.MaxInt32) // a read: the memory persister keeps no epoch for it
+	if err != nil || st.StartOffset < 0 {
+		return -1
+	}
+	var n int64
+	for _, b := range st.Batches {
+		if (b.State == Acknowledged || b.State == Archived) && b.Last >= max(b.First, st.StartOffset) {
+			n += b.Last - max(b.First, st.StartOffset) + 1
+		}
+	}
+	return n
+}
