@@ -79,6 +79,7 @@ func TestFeaturesInApiVersions(t *testing.T) {
 		"metadata.version": {7, 33},
 		"kraft.version":    {0, 1},
 		"group.version":    {0, 1},
+		"streams.version":  {0, 1},
 	} {
 		if got, ok := v4.supported[name]; !ok || got != want {
 			t.Errorf("supported %s = %v (listed %v), want %v", name, got, ok, want)
@@ -88,7 +89,7 @@ func TestFeaturesInApiVersions(t *testing.T) {
 	if !ok || tv[0] != 0 || tv[1] < 1 {
 		t.Errorf("supported transaction.version = %v (listed %v), want 0 to at least 1", tv, ok)
 	}
-	for _, name := range []string{"share.version", "streams.version"} {
+	for _, name := range []string{"share.version"} {
 		if r, ok := v4.supported[name]; ok {
 			t.Errorf("%s listed as supported %v: sluice does not build it yet", name, r)
 		}

@@ -2,9 +2,93 @@ package broker
 
 // Streams groups (KIP-1071) in the broker: the registration of their APIs
 // StreamsGroupHeartbeat (88), StreamsGroupDescribe (89) and
-// StreamsGroupTopologyDescriptionUpdate (93), and the gate they share (the
-// finalized streams.version feature, as Kafka's KafkaApis).
+// StreamsGroupTopologyDescriptionUpdate (93), the gate they share (the
+// finalized streams.version feature, as Kafka's KafkaApis), the settings a
+// streams group runs with, and the creation of the internal topics
+// (repartition and changelog) a group's topology needs, which the group
+// coordinator asks for and the broker creates through the controller, as
+// Kafka's coordinator hands them to its auto-topic-creation manager.
+//
+// The APIs are registered while group.coordinator.rebalance.protocols
+// lists streams (the default, as in Kafka 4.4); below streams.version 1
+// every one of them answers UNSUPPORTED_VERSION, as Kafka's
+// isStreamsGroupProtocolEnabled gate does. New clusters bootstrap
+// streams.version 1, as Kafka 4.4 formats them (controller/features.go).
 
-// registerStreamsHandlers registers the streams-group APIs. None is served
-// yet: sluice lists no streams-group key (issue 20).
-func (b *Broker) registerStreamsHandlers(r quotaRouter) {}
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/groups"
+)
+
+// streamsGroupsEnabled reports whether streams groups are served:
+// streams.version is finalized at 1 or more, as in Kafka.
+func (b *Broker) streamsGroupsEnabled() bool {
+	return b.featureLevel(controller.FeatureStreamsVersion) >= 1
+}
+
+// registerStreamsHandlers registers the streams-group APIs with the
+// version ranges Kafka 4.4 lists.
+func (b *Broker) registerStreamsHandlers(r quotaRouter) {
+	if !slices.Contains(b.cfg.GroupRebalanceProtocols, "streams") {
+		return
+	}
+	r.Register(88, 0, 1, b.handleStreamsGroupHeartbeat)                 // 88_streams_group_heartbeat.go
+	r.Register(89, 0, 1, b.handleStreamsGroupDescribe)                  // 89_streams_group_describe.go
+	r.Register(93, 0, 0, b.handleStreamsGroupTopologyDescriptionUpdate) // 93_streams_group_topology_description_update.go
+}
+
+// streamsGroupSettings returns the settings streams groups run with: the
+// broker's group.streams.* values (a group's own streams.* group configs
+// may only hold their defaults so far, config/group_keys.go).
+func (b *Broker) streamsGroupSettings() groups.StreamsGroupSettings {
+	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
+	return groups.StreamsGroupSettings{
+		SessionTimeout:           ms(b.cfg.StreamsGroupSessionTimeoutMs),
+		HeartbeatInterval:        ms(b.cfg.StreamsGroupHeartbeatMs),
+		NumStandbyReplicas:       int(b.cfg.StreamsGroupNumStandbyReplicas),
+		MaxGroupSize:             int(b.cfg.StreamsGroupMaxSize),
+		AcceptableRecoveryLag:    10000,            // Kafka's internal group.streams.acceptable.recovery.lag
+		TaskOffsetInterval:       60 * time.Second, // Kafka's internal group.streams.task.offset.interval.ms
+		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
+	}
+}
+
+// createStreamsInternalTopics has the controller create a streams group's
+// missing internal topics. A topic someone else created meanwhile is
+// fine; any other failure is logged, and the group keeps reporting
+// MISSING_INTERNAL_TOPICS, so a later heartbeat asks again.
+func (b *Broker) createStreamsInternalTopics(ctx context.Context, group string, topics []groups.StreamsTopicToCreate) {
+	if len(topics) == 0 {
+		return
+	}
+	create := make([]controller.CreateTopic, 0, len(topics))
+	for _, t := range topics {
+		configs := make(map[string]*string, len(t.Configs))
+		for k, v := range t.Configs {
+			configs[k] = &v
+		}
+		rf := t.ReplicationFactor
+		if rf <= 0 {
+			rf = -1
+		}
+		create = append(create, controller.CreateTopic{Name: t.Name, NumPartitions: t.Partitions, ReplicationFactor: rf, Configs: configs})
+	}
+	created := false
+	for _, res := range b.createTopics(ctx, create, false) {
+		switch {
+		case res.Err == nil:
+			created = true
+		case errorCode(res.Err) != kerr.TopicAlreadyExists.Code:
+			b.logger.Warn("cannot create streams internal topic", "group", group, "topic", res.Name, "err", res.Err)
+		}
+	}
+	if created {
+		b.groups.TopicsChanged()
+	}
+}

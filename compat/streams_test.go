@@ -151,6 +151,12 @@ type streamsRun struct {
 	logf        func(string, ...any)
 	compactWait time.Duration // how long to wait for the changelog to shrink
 	mustCompact bool          // fail unless every changelog partition shrank
+	// version is the Kafka Streams release the app is built against
+	// (compat/streams/build.sh VERSION); "" for the pom's 4.1.1.
+	version string
+	// config are the app's extra Streams configs (key=value); nil for
+	// the classic protocol's short session (see startApp).
+	config []string
 
 	libs     string
 	adm      *kadm.Client
@@ -194,19 +200,12 @@ func (f *streamsFigures) String() string {
 func (s *streamsRun) run(ctx context.Context) (*streamsFigures, error) {
 	f := &streamsFigures{keys: streamsKeys}
 	start := time.Now()
-	build := exec.CommandContext(ctx, filepath.Join(s.root, "compat", "streams", "build.sh"))
-	out, err := build.Output()
+	out, err := s.build(ctx)
 	if err != nil {
-		msg := err.Error()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			msg = toolProblem(string(ee.Stderr))
-		}
-		return nil, fmt.Errorf("compat/streams/build.sh: %s", msg)
+		return nil, err
 	}
 	f.build = time.Since(start)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	s.libs = lines[len(lines)-1]
+	s.libs = out
 	s.logf("Streams app in %s (%.1fs)", s.libs, f.build.Seconds())
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.bootstrap...))
@@ -337,6 +336,26 @@ func (s *streamsRun) run(ctx context.Context) (*streamsFigures, error) {
 	}
 	f.produced = s.produced
 	return f, nil
+}
+
+// build builds the app (compat/streams/build.sh) for s.version and returns
+// its libs directory.
+func (s *streamsRun) build(ctx context.Context) (string, error) {
+	args := []string{}
+	if s.version != "" {
+		args = append(args, s.version)
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(s.root, "compat", "streams", "build.sh"), args...).Output()
+	if err != nil {
+		msg := err.Error()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			msg = toolProblem(string(ee.Stderr))
+		}
+		return "", fmt.Errorf("compat/streams/build.sh %s: %s", s.version, msg)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
 }
 
 // produce writes perKey records for every key, keys interleaved, with
@@ -604,10 +623,15 @@ func (s *streamsRun) startApp(ctx context.Context, name, stateDir string) (*stre
 		// and is then all dirty, above the default
 		// min.cleanable.dirty.ratio (0.5).
 		"--config", "topic.segment.ms=" + strconv.Itoa(streamsSegmentMs),
+	}
+	if s.config == nil {
 		// Streams closes without leaving its group; the shortest session
 		// Kafka allows by default (group.min.session.timeout.ms) lets
 		// the restarted app join soon.
-		"--config", "main.consumer.session.timeout.ms=6000",
+		args = append(args, "--config", "main.consumer.session.timeout.ms=6000")
+	}
+	for _, c := range s.config {
+		args = append(args, "--config", c)
 	}
 	app := &streamsApp{name: name, exited: make(chan struct{})}
 	app.cmd = exec.Command("java", args...)

@@ -156,6 +156,15 @@ type Broker struct {
 	ShareGroupMinHeartbeatMs         int32    // group.share.min.heartbeat.interval.ms
 	ShareGroupMaxHeartbeatMs         int32    // group.share.max.heartbeat.interval.ms
 	ShareGroupMaxSize                int32    // group.share.max.size
+	StreamsGroupSessionTimeoutMs     int32    // group.streams.session.timeout.ms
+	StreamsGroupMinSessionTimeoutMs  int32    // group.streams.min.session.timeout.ms
+	StreamsGroupMaxSessionTimeoutMs  int32    // group.streams.max.session.timeout.ms
+	StreamsGroupHeartbeatMs          int32    // group.streams.heartbeat.interval.ms
+	StreamsGroupMinHeartbeatMs       int32    // group.streams.min.heartbeat.interval.ms
+	StreamsGroupMaxHeartbeatMs       int32    // group.streams.max.heartbeat.interval.ms
+	StreamsGroupMaxSize              int32    // group.streams.max.size
+	StreamsGroupNumStandbyReplicas   int32    // group.streams.num.standby.replicas
+	StreamsGroupMaxStandbyReplicas   int32    // group.streams.max.standby.replicas
 
 	TransactionStateLogNumPartitions       int32 // transaction.state.log.num.partitions
 	TransactionStateLogReplicationFactor   int16 // transaction.state.log.replication.factor
@@ -311,6 +320,15 @@ var bindings = []binding{
 	fieldFor("group.share.min.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupMinHeartbeatMs }),
 	fieldFor("group.share.max.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupMaxHeartbeatMs }),
 	fieldFor("group.share.max.size", func(b *Broker) any { return &b.ShareGroupMaxSize }),
+	fieldFor("group.streams.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupSessionTimeoutMs }),
+	fieldFor("group.streams.min.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMinSessionTimeoutMs }),
+	fieldFor("group.streams.max.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMaxSessionTimeoutMs }),
+	fieldFor("group.streams.heartbeat.interval.ms", func(b *Broker) any { return &b.StreamsGroupHeartbeatMs }),
+	fieldFor("group.streams.min.heartbeat.interval.ms", func(b *Broker) any { return &b.StreamsGroupMinHeartbeatMs }),
+	fieldFor("group.streams.max.heartbeat.interval.ms", func(b *Broker) any { return &b.StreamsGroupMaxHeartbeatMs }),
+	fieldFor("group.streams.max.size", func(b *Broker) any { return &b.StreamsGroupMaxSize }),
+	fieldFor("group.streams.num.standby.replicas", func(b *Broker) any { return &b.StreamsGroupNumStandbyReplicas }),
+	fieldFor("group.streams.max.standby.replicas", func(b *Broker) any { return &b.StreamsGroupMaxStandbyReplicas }),
 	fieldFor("transaction.state.log.num.partitions", func(b *Broker) any { return &b.TransactionStateLogNumPartitions }),
 	fieldFor("transaction.state.log.replication.factor", func(b *Broker) any { return &b.TransactionStateLogReplicationFactor }),
 	fieldFor("transaction.state.log.min.isr", func(b *Broker) any { return &b.TransactionStateLogMinIsr }),
@@ -631,6 +649,9 @@ func (b *Broker) Validate() error {
 		{"group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", b.ConsumerGroupHeartbeatMs, b.ConsumerGroupMinHeartbeatMs, b.ConsumerGroupMaxHeartbeatMs},
 		{"group.share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", b.ShareGroupSessionTimeoutMs, b.ShareGroupMinSessionTimeoutMs, b.ShareGroupMaxSessionTimeoutMs},
 		{"group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", b.ShareGroupHeartbeatMs, b.ShareGroupMinHeartbeatMs, b.ShareGroupMaxHeartbeatMs},
+		{"group.streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms", b.StreamsGroupSessionTimeoutMs, b.StreamsGroupMinSessionTimeoutMs, b.StreamsGroupMaxSessionTimeoutMs},
+		{"group.streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", b.StreamsGroupHeartbeatMs, b.StreamsGroupMinHeartbeatMs, b.StreamsGroupMaxHeartbeatMs},
+		{"group.streams.num.standby.replicas", "group.streams.num.standby.replicas", "group.streams.max.standby.replicas", b.StreamsGroupNumStandbyReplicas, 0, b.StreamsGroupMaxStandbyReplicas},
 	} {
 		switch {
 		case c.lo > c.hi:
@@ -651,6 +672,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.ShareGroupHeartbeatMs >= b.ShareGroupSessionTimeoutMs {
 		return invalid("group.share.heartbeat.interval.ms", "%d must be smaller than group.share.session.timeout.ms %d", b.ShareGroupHeartbeatMs, b.ShareGroupSessionTimeoutMs)
+	}
+	if b.StreamsGroupHeartbeatMs >= b.StreamsGroupSessionTimeoutMs {
+		return invalid("group.streams.heartbeat.interval.ms", "%d must be smaller than group.streams.session.timeout.ms %d", b.StreamsGroupHeartbeatMs, b.StreamsGroupSessionTimeoutMs)
 	}
 	// Kafka's KafkaConfig checks: a budget smaller than the largest frame
 	// could never serve that frame, and a per-IP limit of 0 would refuse

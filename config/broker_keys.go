@@ -11,7 +11,6 @@ package config
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 func bk(name string, typ int8, def *string, mode UpdateMode, doc string, checks ...checker) keyDef {
@@ -157,7 +156,7 @@ var brokerKeyList = []keyDef{
 	bk("group.max.session.timeout.ms", TypeInt, v("1800000"), ro, "Longest session timeout a classic group member may ask for."),
 	bk("group.initial.rebalance.delay.ms", TypeInt, v("3000"), ro, "Wait for more members before the first rebalance of an empty classic group."),
 	bk("group.max.size", TypeInt, v(maxInt32), ro, "Most members of a classic group.", atLeast(1)),
-	bk("group.coordinator.rebalance.protocols", TypeList, v("classic,consumer"), ro, "Group protocols enabled: classic and consumer (KIP-848). Kafka 4.4's default adds streams; sluice has no streams groups yet (issue 20), so its default leaves streams out and refuses it. share is accepted and, as in Kafka 4.4 (where this key is deprecated), changes nothing: share groups are on when the share.version feature is finalized at 1 or more.", eachOf("classic", "consumer", "share", "streams"), protocolsNotYet),
+	bk("group.coordinator.rebalance.protocols", TypeList, v("classic,consumer,streams"), ro, "Group protocols enabled: classic, consumer (KIP-848) and streams (KIP-1071), Kafka 4.4's default. Streams groups are served while this lists streams and the streams.version feature is finalized at 1 or more (below, their APIs answer UNSUPPORTED_VERSION, as in Kafka). share is accepted and, as in Kafka 4.4 (where this key is deprecated), changes nothing: share groups are on when the share.version feature is finalized at 1 or more.", eachOf("classic", "consumer", "share", "streams")),
 	bk("group.coordinator.threads", TypeInt, v("4"), ro, "Threads of the group coordinator.", atLeast(1)).inert("sluice's group coordinator runs on goroutines, not a thread pool"),
 	bk("group.coordinator.append.linger.ms", TypeInt, v("-1"), ro, "How long the group coordinator waits to batch writes; -1: adaptively.", atLeast(-1)).inert("sluice's group coordinator appends each write at once; there is no write batching to linger for"),
 	bk("group.consumer.session.timeout.ms", TypeInt, v("45000"), ro, "Session timeout of consumer group (KIP-848) members.", atLeast(1)),
@@ -175,6 +174,15 @@ var brokerKeyList = []keyDef{
 	bk("group.share.min.heartbeat.interval.ms", TypeInt, v("5000"), ro, "Shortest share group heartbeat interval.", atLeast(1)),
 	bk("group.share.max.heartbeat.interval.ms", TypeInt, v("15000"), ro, "Longest share group heartbeat interval.", atLeast(1)),
 	bk("group.share.max.size", TypeInt, v("200"), ro, "Most members of a share group (GROUP_MAX_SIZE_REACHED beyond).", atLeast(1)),
+	bk("group.streams.session.timeout.ms", TypeInt, v("45000"), ro, "Session timeout of streams group (KIP-1071) members: a member silent this long is removed.", atLeast(1)),
+	bk("group.streams.min.session.timeout.ms", TypeInt, v("45000"), ro, "Shortest streams group session timeout.", atLeast(1)),
+	bk("group.streams.max.session.timeout.ms", TypeInt, v("60000"), ro, "Longest streams group session timeout.", atLeast(1)),
+	bk("group.streams.heartbeat.interval.ms", TypeInt, v("5000"), ro, "Heartbeat interval given to streams group members.", atLeast(1)),
+	bk("group.streams.min.heartbeat.interval.ms", TypeInt, v("5000"), ro, "Shortest streams group heartbeat interval.", atLeast(1)),
+	bk("group.streams.max.heartbeat.interval.ms", TypeInt, v("15000"), ro, "Longest streams group heartbeat interval.", atLeast(1)),
+	bk("group.streams.max.size", TypeInt, v(maxInt32), ro, "Most members of a streams group (GROUP_MAX_SIZE_REACHED beyond).", atLeast(1)),
+	bk("group.streams.num.standby.replicas", TypeInt, v("0"), ro, "Standby replicas of each task the streams group assignor places (the application's num.standby.replicas is not used with group.protocol=streams).", atLeast(0)),
+	bk("group.streams.max.standby.replicas", TypeInt, v("2"), ro, "Largest group.streams.num.standby.replicas (and streams.num.standby.replicas group config) allowed.", atLeast(0)),
 	bk("group.consumer.migration.policy", TypeString, v("bidirectional"), ro, "Conversion between classic and consumer groups.", oneOf("disabled", "downgrade", "upgrade", "bidirectional")).later(0, "online migration between classic and consumer groups; an empty group converts either way"),
 
 	// Transactions and producer ids.
@@ -192,18 +200,6 @@ var brokerKeyList = []keyDef{
 	bk("transaction.partition.verification.enable", TypeBoolean, v("true"), cw, "Before appending a transactional batch (Produce before v12, TxnOffsetCommit before v5), the partition leader asks the transaction coordinator whether the partition is in the producer's transaction and refuses it with INVALID_TXN_STATE if not (KIP-890). Produce v12+ and TxnOffsetCommit v5+ (transaction version 2) always have the leader add the partition."),
 	bk("producer.id.expiration.ms", TypeInt, v("86400000"), ro, "Forget an idle producer id's state after this long.", atLeast(1)),
 	bk("producer.id.expiration.check.interval.ms", TypeInt, v("600000"), ro, "How often idle producer ids are expired (producer.id.expiration.ms); the log cleaner then drops the last batches of the expired ones.", atLeast(1)).sluiceOnly("a Kafka internal key (not listed by Kafka's DescribeConfigs)"),
-}
-
-// protocolsNotYet refuses the group protocols sluice has no coordinator
-// for. share is accepted: share groups are gated by share.version, as in
-// Kafka 4.4, not by this list.
-func protocolsNotYet(s string) string {
-	for _, p := range strings.Split(s, ",") {
-		if p == "streams" {
-			return fmt.Sprintf("not supported yet (%s groups; issue 20); only classic, consumer and share are accepted", p)
-		}
-	}
-	return ""
 }
 
 // gzipLevel accepts -1 (default) or 1..9.

@@ -100,8 +100,8 @@
 // accepted and ignored: sluice never down-converts (Kafka 4 dropped message
 // formats v0 and v1, KIP-724, and Kafka 4.4 the keys themselves).
 //
-// group.coordinator.rebalance.protocols defaults to classic,consumer: Kafka
-// 4.4 adds streams, which sluice does not have yet (issue 20).
+// group.coordinator.rebalance.protocols defaults to classic,consumer,streams,
+// as in Kafka 4.4.
 //
 // # Sources
 //

@@ -35,8 +35,9 @@ package controller
 //   - eligible.leader.replicas.version 0-1: KIP-966's eligible leader
 //     replicas (elr.go; level 1 needs metadata.version 23, 4.0-IV1), on
 //     by default as on a new Kafka cluster since 4.1.
-//   - share.version and streams.version 0: share groups (KIP-932) and
-//     streams groups (KIP-1071) are not built yet.
+//   - share.version 0: share groups (KIP-932) are not built yet.
+//   - streams.version 0-1: KIP-1071 streams groups (groups/streams*.go),
+//     on by default as on a new Kafka 4.4 cluster.
 //
 // A feature whose supported max is 0 is not listed in ApiVersions'
 // SupportedFeatures, as Kafka's BrokerFeatures leaves out every feature
@@ -108,8 +109,7 @@ type FeatureRange struct {
 // supportedFeatures is what this binary implements, one line per feature
 // (see the file comment). Raise a Max only together with the code that
 // makes the level true, and its tests:
-//   - share.version, streams.version: 1 (or 2) with share groups and
-//     streams groups.
+//   - share.version: 1 (or 2) with share groups.
 var supportedFeatures = []FeatureRange{
 	{FeatureMetadataVersion, 7, 33},
 	{FeatureKRaftVersion, 0, 1},
@@ -117,7 +117,7 @@ var supportedFeatures = []FeatureRange{
 	{FeatureGroupVersion, 0, 1},
 	{FeatureELRVersion, 0, 1},
 	{FeatureShareVersion, 0, 0},
-	{FeatureStreamsVersion, 0, 0},
+	{FeatureStreamsVersion, 0, 1},
 }
 
 // kraftVersion is the level of kraft.version this quorum is at: its voter

@@ -50,9 +50,9 @@ func (c *Coordinator) Describe(version int16, name string) kmsg.DescribeGroupsRe
 		out.ErrorCode = kerr.NotCoordinator.Code
 		return out
 	}
-	if g.state == stateDead || g.share != nil {
-		// A share group is not a classic group: Kafka answers as for
-		// a group that does not exist.
+	if g.state == stateDead || g.share != nil || g.streams != nil {
+		// A share or streams group is not a classic group: Kafka
+		// answers as for a group that does not exist.
 		return dead()
 	}
 	if g.consumer != nil {
@@ -110,6 +110,9 @@ func (c *Coordinator) List(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
 		}
 		if g.share != nil {
 			st, typ = g.share.stateName(), "share"
+		}
+		if g.streams != nil {
+			st, typ = g.streams.stateName(), "streams"
 		}
 		g.mu.Unlock()
 		if dead || !matches(req.StatesFilter, st) || !matches(req.TypesFilter, typ) {

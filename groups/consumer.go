@@ -292,11 +292,17 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req *kmsg.ConsumerG
 		resp = heartbeatError(v, kerr.NotCoordinator.Code, "")
 	case g.state == stateDead:
 		resp = heartbeatError(v, kerr.CoordinatorNotAvailable.Code, "")
-	case g.share != nil:
+	case g.share != nil, g.streams != nil && len(g.streams.members) > 0:
 		resp = heartbeatError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
 	case g.consumer == nil && (!joining || len(g.members) > 0 || g.state != stateEmpty):
 		resp = heartbeatError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group))
 	default:
+		if g.streams != nil {
+			// An empty streams group (held in memory only) becomes a
+			// consumer group.
+			g.streams = nil
+			g.protocolType = ""
+		}
 		if g.consumer == nil {
 			// An empty classic group (or one that only holds offsets)
 			// becomes a consumer group.

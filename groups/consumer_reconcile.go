@@ -59,7 +59,11 @@ func (c *Coordinator) RefreshConsumerGroups(ctx context.Context) {
 		g.mu.Lock()
 		todo := g.consumer != nil && (changed || g.consumer.topics == nil)
 		share := g.share != nil && (changed || g.share.topics == nil)
+		streams := g.streams != nil && changed
 		g.mu.Unlock()
+		if streams {
+			c.refreshStreamsGroup(ctx, g) // streams_reconcile.go
+		}
 		if todo {
 			c.refreshConsumerGroup(ctx, g)
 		}

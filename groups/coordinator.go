@@ -345,6 +345,14 @@ func (c *Coordinator) stepGroup(ctx context.Context, g *group, now time.Time, al
 		}
 		return
 	}
+	if g.streams != nil {
+		due := always || g.streams.dueLocked(now)
+		g.mu.Unlock()
+		if due {
+			c.tickStreams(g, now) // streams.go
+		}
+		return
+	}
 	if g.consumer != nil {
 		due := always || g.consumer.dueLocked(now)
 		g.mu.Unlock()

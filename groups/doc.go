@@ -3,8 +3,10 @@
 // consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe, with the
 // server-side range and uniform assignors), KIP-932 share groups'
 // membership (ShareGroupHeartbeat, ShareGroupDescribe, the simple
-// assignor) and committed offsets, persisted in __consumer_offsets as
-// Kafka persists them.
+// assignor), KIP-1071 streams groups (StreamsGroupHeartbeat,
+// StreamsGroupDescribe, the sticky task assignor) and committed offsets,
+// persisted in __consumer_offsets as Kafka persists them (streams group
+// membership is not, yet).
 //
 // # Placement
 //
@@ -101,6 +103,25 @@
 // INCONSISTENT_GROUP_PROTOCOL. ListGroups lists it with type "share".
 // Share groups never expire; DeleteGroups deletes an empty one (its
 // share-partition state is not deleted yet).
+//
+// # Streams groups (KIP-1071)
+//
+// streams.go holds the StreamsGroupHeartbeat state machine (member and
+// group epochs, topology epochs, joins, leaves, static members, fencing,
+// session and revocation timeouts, SHUTDOWN_APPLICATION),
+// streams_topology.go the topology and its configuration against the
+// topics (task counts, repartition and changelog partition counts, the
+// internal topics the broker must create, the statuses), streams_assign.go
+// the sticky task assignor (active and standby tasks),
+// streams_reconcile.go the target assignment and the per-member
+// reconciliation that hands an active task to its new owner only after
+// the old owner released it, streams_admin.go StreamsGroupDescribe, the
+// topology description and the member epoch checks of offset commits and
+// fetches. A streams group shares the group id space with the others;
+// ListGroups lists it with type "streams", DescribeGroups answers Dead.
+// Its membership is held in memory only (not written to
+// __consumer_offsets, unlike Kafka): after a coordinator change members
+// are answered UNKNOWN_MEMBER_ID and rejoin (streams.go).
 //
 // Not yet: classic members in consumer
 // groups (online migration), rack-aware assignment, expiry of unsubscribed topics' offsets in active groups

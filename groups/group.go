@@ -140,6 +140,11 @@ type group struct {
 	// fields then stay empty but for state (Empty or Stable) and
 	// protocolType ("share").
 	share *shareGroup
+
+	// streams is set for a KIP-1071 streams group (streams.go); its
+	// classic fields then stay empty but for state (Empty or Stable)
+	// and protocolType ("streams").
+	streams *streamsGroup
 }
 
 func newGroup(name string, partition, epoch int32, cfg *Config, now time.Time) *group {

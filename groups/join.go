@@ -65,6 +65,13 @@ func (g *group) joinLocked(now time.Time, req *kmsg.JoinGroupRequest, clientID, 
 		// A share group never takes classic members, as in Kafka.
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
+	if g.streams != nil {
+		if len(g.streams.members) > 0 {
+			return fail(kerr.InconsistentGroupProtocol.Code)
+		}
+		g.streams = nil // an empty streams group (held in memory only) becomes a classic one
+		g.protocolType = ""
+	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
 			// No online migration: a consumer group with members

@@ -161,6 +161,8 @@ func (g *group) checkCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	case g.consumer != nil:
 		return g.checkConsumerCommitLocked(req)
+	case g.streams != nil:
+		return g.checkStreamsCommitLocked(req.MemberID, req.Generation) // streams_admin.go
 	case g.share != nil:
 		return kerr.GroupIDNotFound.Code // Kafka: "Group g is not a consumer group."
 	}
@@ -263,6 +265,10 @@ func (c *Coordinator) fetchGroup(version int16, name string, topics []kmsg.Offse
 			return out
 		}
 		if code := g.checkConsumerFetchLocked(memberID, memberEpoch); code != 0 {
+			out.ErrorCode = code
+			return out
+		}
+		if code := g.checkStreamsFetchLocked(memberID, memberEpoch); code != 0 {
 			out.ErrorCode = code
 			return out
 		}

@@ -235,6 +235,12 @@ func (g *group) checkTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest) int16 {
 		return kerr.NotCoordinator.Code
 	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code
+	case g.streams != nil:
+		code := g.checkStreamsCommitLocked(req.MemberID, req.Generation) // streams_admin.go
+		if code == kerr.StaleMemberEpoch.Code && req.Version < 6 {
+			code = kerr.IllegalGeneration.Code
+		}
+		return code
 	case g.consumer != nil:
 		if req.Generation < 0 && len(g.consumer.members) == 0 {
 			return 0

@@ -1,0 +1,203 @@
+package groups
+
+// Streams groups seen from the admin APIs (StreamsGroupDescribe,
+// StreamsGroupTopologyDescriptionUpdate) and the member epoch checks of
+// offset commits and fetches by streams members (Kafka's
+// StreamsGroup.validateOffsetCommit / validateOffsetFetch, as for consumer
+// groups).
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Topology description statuses of StreamsGroupDescribe v1.
+const (
+	topologyDescriptionNotRequested = 0
+	topologyDescriptionNotStored    = 1
+	topologyDescriptionAvailable    = 3
+)
+
+// streamsAssignorName is the only task assignor (group.streams.assignors).
+const streamsAssignorName = "sticky"
+
+// StreamsDescribe handles one group of StreamsGroupDescribe (v0–v1,
+// KIP-1071): the group's state, epochs and topology, and each member's
+// process, endpoint, topology epoch, task offsets, current and target
+// assignment. A group that does not exist, or is not a streams group, is
+// GROUP_ID_NOT_FOUND.
+func (c *Coordinator) StreamsDescribe(name string, version int16, includeDescription bool) kmsg.StreamsGroupDescribeResponseGroup {
+	out := kmsg.NewStreamsGroupDescribeResponseGroup()
+	out.Group = name
+	notFound := func(format string) kmsg.StreamsGroupDescribeResponseGroup {
+		out.ErrorCode = kerr.GroupIDNotFound.Code
+		msg := fmt.Sprintf(format, name)
+		out.ErrorMessage = &msg
+		return out
+	}
+	g, code := c.existingGroup(name, kerr.GroupIDNotFound.Code)
+	if code == kerr.GroupIDNotFound.Code {
+		return notFound("Group %s not found.")
+	}
+	if code != 0 {
+		out.ErrorCode = code
+		return out
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.unloaded:
+		out.ErrorCode = kerr.NotCoordinator.Code
+		return out
+	case g.state == stateDead, g.streams == nil:
+		if g.streams == nil && g.state != stateDead {
+			return notFound("Group %s is not a streams group.")
+		}
+		return notFound("Group %s not found.")
+	}
+	sg := g.streams
+	out.State = sg.stateName()
+	out.Epoch = sg.epoch
+	out.AssignmentEpoch = sg.assignmentEpoch
+	if version >= 1 {
+		a := streamsAssignorName
+		out.AssignorName = &a
+		out.TopologyDescriptionStatus = topologyDescriptionNotRequested
+		if includeDescription {
+			out.TopologyDescriptionStatus = topologyDescriptionNotStored
+			if d := sg.description; d != nil && sg.topology != nil && d.TopologyEpoch == sg.topology.epoch {
+				desc := kmsg.NewStreamsGroupDescribeResponseGroupTopologyDescription()
+				desc.Subtopologies = d.TopologyDescription.Subtopologies
+				desc.GlobalStores = d.TopologyDescription.GlobalStores
+				out.TopologyDescription = &desc
+				out.TopologyDescriptionStatus = topologyDescriptionAvailable
+			}
+		}
+	}
+	if sg.topology != nil {
+		t := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
+		t.Epoch = sg.topology.epoch
+		if sg.configured != nil && sg.configured.ready() {
+			t.Subtopologies = sg.topology.wire()
+		}
+		out.Topology = &t
+	}
+	out.Members = []kmsg.StreamsGroupDescribeResponseGroupMember{}
+	for _, id := range sortedKeys(sg.members) {
+		m := sg.members[id]
+		dm := kmsg.NewStreamsGroupDescribeResponseGroupMember()
+		dm.MemberID = id
+		dm.MemberEpoch = m.epoch
+		dm.InstanceID = m.instanceID
+		dm.RackID = m.rackID
+		dm.ClientID = m.clientID
+		dm.ClientHost = m.clientHost
+		dm.TopologyEpoch = m.topologyEpoch
+		dm.ProcessID = m.processID
+		if m.endpoint != nil {
+			e := kmsg.NewStreamsGroupDescribeResponseGroupMemberUserEndpoint()
+			e.Host, e.Port = m.endpoint.Host, m.endpoint.Port
+			dm.UserEndpoint = &e
+		}
+		dm.ClientTags = []kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{}
+		for _, k := range sortedKeys(m.clientTags) {
+			t := kmsg.NewStreamsGroupDescribeResponseGroupMemberClientTag()
+			t.Key, t.Value = k, m.clientTags[k]
+			dm.ClientTags = append(dm.ClientTags, t)
+		}
+		dm.TaskOffsets = append([]kmsg.TaskOffset{}, m.taskOffsets...)
+		dm.TaskEndOffsets = append([]kmsg.TaskOffset{}, m.taskEndOffsets...)
+		dm.Assignment = m.assigned.describe()
+		dm.TargetAssignment = sg.target[id].describe()
+		out.Members = append(out.Members, dm)
+	}
+	return out
+}
+
+func (t streamsTasks) describe() kmsg.StreamsAssignment {
+	a := kmsg.NewStreamsAssignment()
+	a.ActiveTasks = t.active.wire()
+	a.StandbyTasks = t.standby.wire()
+	a.WarmupTasks = t.warmup.wire()
+	return a
+}
+
+// StreamsTopologyDescriptionUpdate handles
+// StreamsGroupTopologyDescriptionUpdate (v0): a member of the group hands
+// in the description of the group's topology, which StreamsGroupDescribe
+// v1 returns when asked. It is held in memory (Kafka stores it through
+// group.streams.topology.description.plugin.class, which sluice does not
+// accept): a coordinator change forgets it.
+func (c *Coordinator) StreamsTopologyDescriptionUpdate(req *kmsg.StreamsGroupTopologyDescriptionUpdateRequest) *kmsg.StreamsGroupTopologyDescriptionUpdateResponse {
+	resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
+	fail := func(code int16, format string, args ...any) *kmsg.StreamsGroupTopologyDescriptionUpdateResponse {
+		resp.ErrorCode = code
+		if format != "" {
+			msg := fmt.Sprintf(format, args...)
+			resp.ErrorMessage = &msg
+		}
+		return resp
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidRequest.Code, "GroupId can't be empty.")
+	}
+	g, code := c.existingGroup(req.Group, kerr.GroupIDNotFound.Code)
+	if code != 0 {
+		return fail(code, "")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.unloaded:
+		return fail(kerr.NotCoordinator.Code, "")
+	case g.state == stateDead, g.streams == nil:
+		return fail(kerr.GroupIDNotFound.Code, "Group %s is not a streams group.", req.Group)
+	case g.streams.members[req.MemberID] == nil:
+		return fail(kerr.UnknownMemberID.Code, "Member %s is not a member of group %s.", req.MemberID, req.Group)
+	case g.streams.topology == nil || req.TopologyEpoch != g.streams.topology.epoch:
+		return fail(kerr.StreamsInvalidTopologyEpoch.Code, "Topology epoch %d is not the group's.", req.TopologyEpoch)
+	}
+	d := *req
+	g.streams.description = &d
+	return resp
+}
+
+// checkStreamsCommitLocked is the member epoch check of an OffsetCommit
+// to a streams group: a current member at its current epoch, or an admin
+// commit (no member, generation -1) to a group without members.
+func (g *group) checkStreamsCommitLocked(memberID string, generation int32) int16 {
+	sg := g.streams
+	if generation < 0 && memberID == "" && len(sg.members) == 0 {
+		return 0
+	}
+	m := sg.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case generation != m.epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
+
+// checkStreamsFetchLocked is the OffsetFetch check for a streams group: a
+// request naming a member must come from a current member at its current
+// epoch.
+func (g *group) checkStreamsFetchLocked(memberID *string, epoch int32) int16 {
+	if g.streams == nil || g.state == stateDead || (memberID == nil && epoch < 0) {
+		return 0
+	}
+	if memberID == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	m := g.streams.members[*memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case m.epoch != epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
