@@ -75,15 +75,15 @@ func (b *Broker) describeLogDir(ld *logDir, want func(logstore.TopicPartition) b
 		}
 		sp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 		sp.Partition = r.tp.Partition
-		sp.Size = r.log.Size()
+		sp.Size = r.size
 		sp.IsFuture = r.future
 		// Kafka's getLogEndOffsetLag: a future replica's lag behind the
 		// current one, a current replica's behind its high watermark.
 		if cur := b.partition(r.tp); cur != nil {
 			if r.future {
-				sp.OffsetLag = max(cur.log.LogEndOffset()-r.log.LogEndOffset(), 0)
+				sp.OffsetLag = max(cur.log.LogEndOffset()-r.logEnd, 0)
 			} else {
-				sp.OffsetLag = max(cur.highWatermark()-r.log.LogEndOffset(), 0)
+				sp.OffsetLag = max(cur.highWatermark()-r.logEnd, 0)
 			}
 		} else {
 			sp.OffsetLag = -1

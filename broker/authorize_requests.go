@@ -57,7 +57,7 @@ package broker
 //	                        broker and broker-logger resources.
 //	AlterConfigs, IncrementalAlterConfigs
 //	                        ALTER_CONFIGS on the topic, the group, or the cluster.
-//	ElectLeaders, AlterPartitionReassignments
+//	ElectLeaders, AlterPartitionReassignments, AlterReplicaLogDirs
 //	                        ALTER on the cluster.
 //	ListPartitionReassignments, DescribeLogDirs
 //	                        DESCRIBE on the cluster.

@@ -1,8 +1,175 @@
 package broker
 
 // Moving a replica between this node's log directories
-// (AlterReplicaLogDirs, 34_alter_replica_log_dirs.go).
+// (AlterReplicaLogDirs, 34_alter_replica_log_dirs.go): Kafka's
+// ReplicaAlterLogDirsThread as logstore.Dir.MoveLog does it. A move copies
+// the log into a future directory of the destination while the replica
+// keeps serving (leader or follower), then swaps it in under the log's
+// append lock, so no acknowledged write is lost and the *logstore.Log the
+// partition holds stays the same. One move runs at a time per node (a
+// second waits for the first); a new destination for a replica stops its
+// move and starts another. A move interrupted by a restart is abandoned
+// (its future directory removed at the next start), where Kafka resumes
+// it: the tool's --verify shows the replica in its old directory and the
+// request may be sent again.
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicedev/sluice/logstore"
+)
+
+// logMove is one replica's move in progress.
+type logMove struct {
+	dest   *logDir
+	stop   chan struct{}
+	done   chan struct{}
+	bytes  atomic.Int64
+	offset atomic.Int64
+	log    *logstore.Log
+	once   sync.Once
+}
+
+// cancel stops the move (once).
+func (m *logMove) cancel() { m.once.Do(func() { close(m.stop) }) }
+
+// dirByPath returns the log directory whose absolute path is path, or nil.
+func (s *logDirs) dirByPath(path string) *logDir {
+	if !filepath.IsAbs(path) {
+		return nil
+	}
+	path = filepath.Clean(path)
+	for _, ld := range s.dirs {
+		if ld.path == path {
+			return ld
+		}
+	}
+	return nil
+}
 
 // futuresInLocked lists the future logs held in ld. Lock should be held
 // (logDirs.mu).
-func (s *logDirs) futuresInLocked(ld *logDir) []dirReplica { return nil }
+func (s *logDirs) futuresInLocked(ld *logDir) []dirReplica {
+	var out []dirReplica
+	for tp, m := range s.moves {
+		if m.dest == ld {
+			out = append(out, dirReplica{tp: tp, size: m.bytes.Load(), logEnd: m.offset.Load(), future: true})
+		}
+	}
+	return out
+}
+
+// setPreferred records the directory a replica not created yet is to be
+// created in (Kafka's LogManager.maybeUpdatePreferredLogDir).
+func (s *logDirs) setPreferred(tp logstore.TopicPartition, ld *logDir) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.preferred == nil {
+		s.preferred = make(map[logstore.TopicPartition]*logDir)
+	}
+	s.preferred[tp] = ld
+}
+
+// startMove moves tp's log to dest in the background, unless it is there
+// or already moving there; a move of tp elsewhere is stopped first.
+func (s *logDirs) startMove(tp logstore.TopicPartition, dest *logDir) error {
+	s.mu.Lock()
+	src := s.where[tp]
+	m := s.moves[tp]
+	if m != nil && m.dest == dest {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	if m != nil {
+		m.cancel()
+		<-m.done
+	}
+	if src == nil || src.dir == nil {
+		return logstore.ErrLogClosed
+	}
+	if src == dest {
+		return nil
+	}
+	l := src.dir.Log(tp)
+	if l == nil {
+		return logstore.ErrLogClosed
+	}
+	m = &logMove{dest: dest, stop: make(chan struct{}), done: make(chan struct{}), log: l}
+	s.mu.Lock()
+	select {
+	case <-s.stop:
+		s.mu.Unlock()
+		return logstore.ErrLogClosed
+	default:
+	}
+	if s.moves == nil {
+		s.moves = make(map[logstore.TopicPartition]*logMove)
+	}
+	s.moves[tp] = m
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer close(m.done)
+		err := s.runMove(tp, src, m)
+		s.mu.Lock()
+		if s.moves[tp] == m {
+			delete(s.moves, tp)
+		}
+		if err == nil && s.where[tp] == src {
+			s.where[tp] = dest
+		}
+		s.mu.Unlock()
+		switch {
+		case err == nil:
+			s.logger.Info("replica moved to another log dir", "topic", tp.Topic, "partition", tp.Partition, "from", src.path, "to", dest.path)
+		case errors.Is(err, logstore.ErrMoveStopped):
+		default:
+			s.logger.Error("moving a replica between log dirs failed; it stays where it was", "topic", tp.Topic,
+				"partition", tp.Partition, "from", src.path, "to", dest.path, "err", err)
+		}
+	}()
+	return nil
+}
+
+// runMove runs one move once no other is running.
+func (s *logDirs) runMove(tp logstore.TopicPartition, src *logDir, m *logMove) error {
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-m.stop:
+		case <-s.stop:
+		case <-m.done:
+			return
+		}
+		close(stop)
+	}()
+	select {
+	case s.moveSem <- struct{}{}:
+	case <-stop:
+		return logstore.ErrMoveStopped
+	}
+	defer func() { <-s.moveSem }()
+	if err := s.dirOffline(m.dest); err != nil {
+		return err
+	}
+	return src.dir.MoveLog(tp, m.dest.dir, stop, func(bytes, offset int64) {
+		m.bytes.Store(bytes)
+		m.offset.Store(offset)
+	})
+}
+
+// stopMove stops tp's move, if any, and waits for it.
+func (s *logDirs) stopMove(tp logstore.TopicPartition) {
+	s.mu.Lock()
+	m := s.moves[tp]
+	s.mu.Unlock()
+	if m != nil {
+		m.cancel()
+		<-m.done
+	}
+}

@@ -72,6 +72,12 @@ type logDirs struct {
 	// created); future the directory of a replica's future log while it
 	// moves (AlterReplicaLogDirs, log_dirs_move.go).
 	where map[logstore.TopicPartition]*logDir
+	moves map[logstore.TopicPartition]*logMove
+	// preferred holds the directory AlterReplicaLogDirs named for a
+	// replica this node does not hold yet.
+	preferred map[logstore.TopicPartition]*logDir
+	// moveSem lets one move run at a time.
+	moveSem chan struct{}
 	// next is the directory the cleaner looks at first in its next pass.
 	next int
 
@@ -84,7 +90,7 @@ type logDirs struct {
 // metadata log and must open). A directory that fails is offline.
 func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*logDirs, error) {
 	s := &logDirs{logger: logger, where: make(map[logstore.TopicPartition]*logDir),
-		noticed: make(chan struct{}, 1), stop: make(chan struct{})}
+		noticed: make(chan struct{}, 1), stop: make(chan struct{}), moveSem: make(chan struct{}, 1)}
 	online := 0
 	var errs []error
 	for i, p := range paths {
@@ -330,6 +336,11 @@ func (s *logDirs) Partitions() []logstore.TopicPartition {
 func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstore.Config, isNew bool) (*logstore.Log, error) {
 	s.mu.Lock()
 	ld := s.where[tp]
+	if pref := s.preferred[tp]; ld == nil && pref != nil && pref.offline == nil && pref.dir != nil {
+		ld = pref
+		s.where[tp] = ld
+	}
+	delete(s.preferred, tp)
 	if ld == nil {
 		var offline []string
 		counts := map[*logDir]int{}
@@ -406,6 +417,7 @@ func (s *logDirs) CheckpointedHighWatermark(tp logstore.TopicPartition) (int64, 
 // Remove deletes tp's log from the directory holding it. A replica in an
 // offline directory is not touched (its ErrLogOffline error).
 func (s *logDirs) Remove(tp logstore.TopicPartition) error {
+	s.stopMove(tp)
 	s.mu.Lock()
 	ld := s.where[tp]
 	if ld != nil && ld.offline != nil {
@@ -580,9 +592,9 @@ func (s *logDirs) dirOffline(ld *logDir) error {
 
 // dirReplica is a replica's log in a directory, current or future.
 type dirReplica struct {
-	tp     logstore.TopicPartition
-	log    *logstore.Log
-	future bool
+	tp           logstore.TopicPartition
+	size, logEnd int64
+	future       bool
 }
 
 // replicasIn lists the open logs held in ld, future ones included.
@@ -599,7 +611,7 @@ func (s *logDirs) replicasIn(ld *logDir) []dirReplica {
 	var out []dirReplica
 	for _, tp := range tps {
 		if l := ld.dir.Log(tp); l != nil {
-			out = append(out, dirReplica{tp: tp, log: l})
+			out = append(out, dirReplica{tp: tp, size: l.Size(), logEnd: l.LogEndOffset()})
 		}
 	}
 	return append(out, futures...)

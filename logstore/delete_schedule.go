@@ -113,5 +113,10 @@ func (d *Dir) RemoveDueDeletes(now time.Time) (next time.Time, err error) {
 			next = due
 		}
 	}
+	if due, err := d.removeMovedAway(now); err != nil {
+		errs = append(errs, err)
+	} else if !due.IsZero() && (next.IsZero() || due.Before(next)) {
+		next = due
+	}
 	return next, errors.Join(errs...)
 }

@@ -60,6 +60,9 @@ type Dir struct {
 	delMu          sync.Mutex
 	pendingLogs    map[*Log]bool
 	deletesNoticed chan struct{}
+	// movedAway holds the old directories of logs moved to another Dir
+	// (dirs_move.go), removed when due; guarded by delMu.
+	movedAway []movedAway
 	// Last known checkpoint values, including partitions not opened yet,
 	// so a checkpoint written before they are opened does not lose them.
 	recoveryPoints  map[TopicPartition]int64
@@ -125,6 +128,7 @@ func OpenDir(path string, opts Options) (*Dir, error) {
 	if err != nil {
 		return fail(err)
 	}
+	removeFutureDirs(d.fsys, path, entries)
 	for _, e := range entries {
 		if e.IsDir() && strings.HasSuffix(e.Name(), "-delete") {
 			if err := d.fsys.RemoveAll(filepath.Join(path, e.Name())); err != nil {
@@ -474,6 +478,9 @@ func (d *Dir) Close(highWatermarks map[TopicPartition]int64) error {
 	d.mu.Lock()
 	unrecovered := !d.hadClean && len(d.offline) > 0
 	d.mu.Unlock()
+	if _, merr := d.removeMovedAway(time.Time{}); merr != nil {
+		d.logger.Warn("logstore: removing the old directory of a moved log", "err", merr)
+	}
 	if err == nil && !unrecovered {
 		err = writeFileAtomic(d.fsys, filepath.Join(d.path, cleanShutdownFile), nil)
 	}
@@ -499,5 +506,13 @@ func (d *Dir) Abandon() {
 	for _, l := range logs {
 		l.abandon()
 	}
+	d.delMu.Lock()
+	for _, m := range d.movedAway {
+		for _, s := range m.segs {
+			s.close()
+		}
+	}
+	d.movedAway = nil
+	d.delMu.Unlock()
 	d.lock.Close()
 }

@@ -1,0 +1,194 @@
+package broker_test
+
+// AlterReplicaLogDirs (34): moving a replica between the log dirs of a
+// node while it serves produce traffic (issue 20).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicedev/sluice/sluicetest"
+)
+
+// ackedProducer produces to topic's partition 0 until stopped, keeping
+// every acknowledged record's offset and value.
+type ackedProducer struct {
+	mu    sync.Mutex
+	acked map[int64]string
+	errs  int
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startAckedProducer(t *testing.T, cl *kgo.Client, topic string) *ackedProducer {
+	p := &ackedProducer{acked: map[int64]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		var wg sync.WaitGroup
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				wg.Wait()
+				return
+			default:
+			}
+			v := fmt.Sprintf("v-%d-%0100d", i, i)
+			wg.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte(v)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if err != nil {
+					p.errs++
+					return
+				}
+				p.acked[r.Offset] = string(r.Value)
+			})
+			if i%200 == 199 {
+				cl.Flush(context.Background())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *ackedProducer) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
+
+func (p *ackedProducer) finish() map[int64]string {
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.acked
+}
+
+// readBack consumes partition 0 of topic up to its end through n and checks
+// every acknowledged record is there, at its offset, with its value.
+func readBack(t *testing.T, n *sluicetest.Node, topic string, acked map[int64]string) {
+	t.Helper()
+	var last int64 = -1
+	for off := range acked {
+		last = max(last, off)
+	}
+	cl := n.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := map[int64]string{}
+	for len(got) == 0 || maxKey(got) < last {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: read up to offset %d of %d: %v", topic, maxKey(got), last, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[r.Offset] = string(r.Value) })
+	}
+	for off, v := range acked {
+		if got[off] != v {
+			t.Fatalf("%s: acknowledged offset %d read back as %q, want %q", topic, off, got[off], v)
+		}
+	}
+}
+
+func maxKey(m map[int64]string) int64 {
+	var out int64 = -1
+	for k := range m {
+		out = max(out, k)
+	}
+	return out
+}
+
+// TestAlterReplicaLogDirsUnderLoad moves a partition's only replica from
+// one log dir to the other while a producer writes to it with acks=all:
+// the move completes, DescribeLogDirs shows the replica in its new
+// directory, and every acknowledged record reads back, before and after a
+// restart.
+func TestAlterReplicaLogDirsUnderLoad(t *testing.T) {
+	n := sluicetest.Start(t, jbodDirs)
+	d1, d2 := filepath.Join(n.Dir, "d1"), filepath.Join(n.Dir, "d2")
+	adm := n.Admin()
+	ctx := context.Background()
+	const topic = "moving"
+	cfg := map[string]*string{"segment.bytes": kadm.StringPtr("65536")}
+	if _, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	from := d1
+	if len(partitionsIn(describeDirs(t, adm), topic)[d2]) == 1 {
+		from = d2
+	}
+	to := map[string]string{d1: d2, d2: d1}[from]
+
+	// Errors first: a path that is not a log dir, a partition not here.
+	var bad kadm.AlterReplicaLogDirsReq
+	bad.Add(filepath.Join(n.Dir, "nowhere"), kadm.TopicsSet{topic: {0: {}}})
+	bad.Add(to, kadm.TopicsSet{"no-such-topic": {0: {}}})
+	resps, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, bad)
+	if err != nil {
+		t.Fatalf("alter replica log dirs: %v", err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		want := kerr.LogDirNotFound
+		if r.Topic == "no-such-topic" {
+			want = kerr.ReplicaNotAvailable
+		}
+		if !errors.Is(r.Err, want) {
+			t.Fatalf("%s-%d to %s: %v, want %v", r.Topic, r.Partition, r.Dir, r.Err, want)
+		}
+	})
+
+	prod := startAckedProducer(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond)), topic)
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if c := prod.count(); c < 3000 {
+			return fmt.Errorf("%d records acknowledged", c)
+		}
+		return nil
+	})
+	var move kadm.AlterReplicaLogDirsReq
+	move.Add(to, kadm.TopicsSet{topic: {0: {}}})
+	resps, err = adm.AlterBrokerReplicaLogDirs(ctx, 1, move)
+	if err != nil {
+		t.Fatalf("alter replica log dirs: %v", err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			t.Fatalf("moving %s-%d to %s: %v", r.Topic, r.Partition, r.Dir, r.Err)
+		}
+	})
+	sluicetest.WaitFor(t, 60*time.Second, func() error {
+		dirs := describeDirs(t, adm)
+		if got := partitionsIn(dirs, topic); len(got[to]) != 1 || len(got[from]) != 0 {
+			return fmt.Errorf("replica in %v", got)
+		}
+		return nil
+	})
+	before := prod.count()
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if c := prod.count(); c < before+1000 {
+			return fmt.Errorf("%d records acknowledged after the move, %d before", c, before)
+		}
+		return nil
+	})
+	acked := prod.finish()
+	t.Logf("moved %s-0 from %s to %s; %d records acknowledged (%d before the move completed), %d produce errors",
+		topic, filepath.Base(from), filepath.Base(to), len(acked), before, prod.errs)
+	readBack(t, n, topic, acked)
+
+	n.Restart()
+	adm = n.Admin()
+	if got := partitionsIn(describeDirs(t, adm), topic); len(got[to]) != 1 {
+		t.Fatalf("after restart the replica is in %v, want %s", got, to)
+	}
+	readBack(t, n, topic, acked)
+}
