@@ -101,6 +101,9 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv) error {
 		return err
 	}
 	env.t.Logf("before the kill: %s", group)
+	if err := streamsGroupsTool(ctx, env); err != nil {
+		return err
+	}
 
 	// kill -9 the group's coordinator, then write while it is down.
 	coord, err := groupCoordinator(ctx, cl, streamsAppID)
@@ -138,6 +141,39 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv) error {
 		"results correct for %d keys over %d input records (one output record each); first round consumed %.1fs after start; "+
 		"coordinator node %d killed with kill -9, all input committed %.1fs later, %d rebalances across the kill\n",
 		streamsProtocolVersion, streamsKeys, s.produced, caughtUp.Seconds(), coord, recovered.Seconds(), app.rebalances()-rebalancesBefore)
+	return nil
+}
+
+// streamsGroupsTool runs Kafka 4.4's kafka-streams-groups.sh --list and
+// --describe (members, then state) against the running app's group: the
+// group is listed and described Stable with one member and its tasks.
+func streamsGroupsTool(ctx context.Context, env *rowEnv) error {
+	libs, err := fetchKafka44(ctx, env)
+	if err != nil {
+		return err
+	}
+	addr := env.bootstrap[0]
+	out, err := kafka44Tool(ctx, env, libs, "kafka-streams-groups.sh", "--bootstrap-server", addr, "--list")
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(strings.Fields(out), streamsAppID) {
+		return fmt.Errorf("kafka-streams-groups.sh --list printed %q, want %s", strings.TrimSpace(out), streamsAppID)
+	}
+	for _, what := range [][]string{{"--members", "--verbose"}, {"--state"}, {"--offsets"}} {
+		args := append([]string{"--bootstrap-server", addr, "--describe", "--group", streamsAppID}, what...)
+		out, err := kafka44Tool(ctx, env, libs, "kafka-streams-groups.sh", args...)
+		if err != nil {
+			return err
+		}
+		env.t.Logf("kafka-streams-groups.sh --describe %s:\n%s", strings.Join(what, " "), out)
+		if !strings.Contains(out, streamsAppID) {
+			return fmt.Errorf("kafka-streams-groups.sh --describe %s printed %q, want the group %s", strings.Join(what, " "), strings.TrimSpace(out), streamsAppID)
+		}
+		if what[0] == "--state" && !strings.Contains(out, "Stable") {
+			return fmt.Errorf("kafka-streams-groups.sh --describe --state printed %q, want Stable", strings.TrimSpace(out))
+		}
+	}
 	return nil
 }
 
