@@ -131,6 +131,9 @@ func allRows() []row {
 		// KafkaShareConsumer (4.4.0) on three nodes, a member and a
 		// broker killed (java_share_consumer_test.go, issue 20).
 		javaShareConsumerRow(),
+		// kafka-share-groups.sh's offset commands (4.4.0) on one node
+		// (java_share_offsets_test.go, issue 20).
+		javaShareOffsetsRow(),
 		// A million keyed records cleaned on three nodes
 		// (java_compaction_test.go, issue 17).
 		javaCompactionRow(),
