@@ -333,3 +333,79 @@ func TestStreamsGroupsNeedStreamsVersion(t *testing.T) {
 		t.Fatalf("describe: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(d.ErrorCode))
 	}
 }
+
+// TestStreamsGroupCoordinatorFailover: on three nodes, the coordinator of
+// a streams group is killed. Its successor does not know the group's
+// membership (it is not persisted, groups/streams.go): the member's next
+// heartbeat is UNKNOWN_MEMBER_ID, and after rejoining with epoch 0 it gets
+// every task back from the new coordinator.
+func TestStreamsGroupCoordinatorFailover(t *testing.T) {
+	c := sluicetest.StartCluster(t, 3,
+		"group.streams.min.session.timeout.ms=1000",
+		"group.streams.session.timeout.ms=3000",
+		"group.streams.min.heartbeat.interval.ms=100",
+		"group.streams.heartbeat.interval.ms=200",
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := clusterClient(c)
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(ctx, 4, 3, nil, "in"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	const group = "failover-app"
+	m := &streamsMember{id: "member-a", process: "p1", source: "in", changelog: "failover-app-store-changelog"}
+	sluicetest.WaitFor(t, 60*time.Second, func() error {
+		resp, err := m.beat(ctx, cl, group)
+		if err != nil {
+			return err
+		}
+		if resp.ErrorCode != 0 {
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if len(m.active) != 4 {
+			return fmt.Errorf("tasks %v, statuses %v", m.active, m.status)
+		}
+		return nil
+	})
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{group}
+	fr, err := fc.RequestWith(ctx, cl)
+	if err != nil || fr.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %v %+v", err, fr)
+	}
+	old := fr.Coordinators[0].NodeID
+	c.Kill(int(old))
+
+	fenced := false
+	sluicetest.WaitFor(t, 60*time.Second, func() error {
+		resp, err := m.beat(ctx, cl, group)
+		if err != nil {
+			return err
+		}
+		switch resp.ErrorCode {
+		case 0:
+		case kerr.UnknownMemberID.Code:
+			// The Streams client's answer: give up the tasks, rejoin.
+			fenced = true
+			m.epoch, m.active = 0, nil
+			return fmt.Errorf("fenced by the new coordinator; rejoining")
+		default:
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if len(m.active) != 4 {
+			return fmt.Errorf("tasks %v after the failover", m.active)
+		}
+		return nil
+	})
+	if !fenced {
+		t.Fatalf("the member kept its epoch %d across the coordinator's kill; the successor cannot know it", m.epoch)
+	}
+	fr, err = fc.RequestWith(ctx, cl)
+	if err != nil || fr.Coordinators[0].ErrorCode != 0 || fr.Coordinators[0].NodeID == old {
+		t.Fatalf("FindCoordinator after the kill: %v %+v (old coordinator %d)", err, fr, old)
+	}
+	if d := streamsDescribe(ctx, t, cl, group); d.State != "Stable" || len(d.Members) != 1 {
+		t.Fatalf("describe on the new coordinator: %+v", d)
+	}
+}
