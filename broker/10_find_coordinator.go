@@ -16,7 +16,14 @@ package broker
 // empty transactional id). v4+ (KIP-699) batches keys and answers per key.
 // A key the principal may not DESCRIBE (the group, or the transactional id)
 // is GROUP_AUTHORIZATION_FAILED or TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
-// KafkaApis.getCoordinator answers (authorize_requests.go).
+// KafkaApis.getCoordinator answers (authorize_requests.go). The share
+// coordinator of a share-partition (key type 2, v6+, KIP-932) is the
+// leader of the partition of __share_group_state its key
+// "group:topicId:partition" hashes to (share.PartitionFor), the topic
+// created on first use (share_coordinator.go); only brokers ask
+// (CLUSTER_ACTION on the cluster, CLUSTER_AUTHORIZATION_FAILED otherwise),
+// and a key not of that form is INVALID_REQUEST, as Kafka's
+// SharePartitionKey.validate.
 
 import (
 	"context"
@@ -26,6 +33,7 @@ import (
 
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/share"
 	"github.com/sluicedev/sluice/txn"
 )
 
@@ -47,6 +55,8 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 			denied[i] = !b.authorizedGroup(r, kmsg.ACLOperationDescribe, key)
 		case 1:
 			denied[i] = !b.authorizedTxnID(r, kmsg.ACLOperationDescribe, key)
+		case 2:
+			denied[i] = !b.authorizedCluster(r, kmsg.ACLOperationClusterAction)
 		}
 		anyAllowed = anyAllowed || !denied[i]
 	}
@@ -63,6 +73,11 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 			if createErr != nil {
 				b.logger.Warn("cannot create "+txnStateTopicName, "err", createErr)
 			}
+		case 2:
+			createErr = b.ensureShareStateTopic(ctx)
+			if createErr != nil {
+				b.logger.Warn("cannot create "+shareStateTopicName, "err", createErr)
+			}
 		}
 	}
 	for i, key := range keys {
@@ -72,14 +87,19 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *protocol.Request)
 		switch {
 		case denied[i] && req.CoordinatorType == 0:
 			c.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		case denied[i] && req.CoordinatorType == 2:
+			c.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		case denied[i]:
 			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
+		case req.CoordinatorType < 0 || req.CoordinatorType > 2,
+			req.CoordinatorType == 2 && (req.Version < 6 || !validShareCoordinatorKey(key)):
 			c.ErrorCode = kerr.InvalidRequest.Code
 		case createErr != nil:
 			c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case req.CoordinatorType == 1:
 			b.coordinatorFor(txnStateTopicName, key, txn.PartitionFor, &c)
+		case req.CoordinatorType == 2:
+			b.coordinatorFor(shareStateTopicName, key, share.PartitionFor, &c)
 		default:
 			b.coordinatorFor(offsetsTopicName, key, groups.PartitionFor, &c)
 		}

@@ -293,6 +293,11 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		defer b.wg.Done()
 		b.runTxn(runCtx)
 	}()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.runShareCoordinator(runCtx) // share_coordinator.go
+	}()
 	go func() {
 		defer b.wg.Done()
 		b.maintain(runCtx)

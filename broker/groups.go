@@ -62,7 +62,8 @@ func (b *Broker) newGroupCoordinator() *groups.Coordinator {
 		ShareSessionTimeout:    ms(b.cfg.ShareGroupSessionTimeoutMs),
 		ShareHeartbeatInterval: ms(b.cfg.ShareGroupHeartbeatMs),
 		ShareMaxGroupSize:      int(b.cfg.ShareGroupMaxSize),
-		ShareGroupSettings:     b.shareGroupSettings, // share.go
+		ShareGroupSettings:     b.shareGroupSettings,     // share.go
+		ShareStateInitializer:  shareStateInitializer{b}, // share_coordinator_init.go
 
 		LookupTopic: b.lookupGroupTopic,
 		ListTopics:  b.listGroupTopics,

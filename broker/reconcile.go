@@ -167,6 +167,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 	b.image.Store(img)
 	b.reconcileGroups(prev, img)
 	b.reconcileTxn(img)
+	b.reconcileShareCoordinator(img) // share_coordinator.go
 	if kickFetchers {
 		b.kickReplication()
 	}

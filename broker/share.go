@@ -42,6 +42,11 @@ func (b *Broker) registerShareHandlers(r quotaRouter) {
 	r.Register(77, 1, 1, b.handleShareGroupDescribe)
 	r.Register(78, 1, 2, b.handleShareFetch)       // 78_share_fetch.go
 	r.Register(79, 1, 2, b.handleShareAcknowledge) // 79_share_acknowledge.go
+	r.Register(83, 0, 0, b.handleInitializeShareGroupState)
+	r.Register(84, 0, 0, b.handleReadShareGroupState)
+	r.Register(85, 0, 1, b.handleWriteShareGroupState)
+	r.Register(86, 0, 0, b.handleDeleteShareGroupState)
+	r.Register(87, 0, 1, b.handleReadShareGroupStateSummary)
 
 	r.Register(90, 0, 1, b.handleDescribeShareGroupOffsets) // 90_describe_share_group_offsets.go
 	r.Register(91, 0, 0, b.handleAlterShareGroupOffsets)    // 91_alter_share_group_offsets.go

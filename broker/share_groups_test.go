@@ -114,6 +114,24 @@ func (m *shareMember) join(ctx context.Context, t *testing.T, cl *kgo.Client, gr
 	})
 }
 
+// joinAssigned is join, then heartbeats until m is assigned partitions: a
+// share group assigns a partition only once its share-partition state is
+// initialized at the share coordinator, after the first heartbeat that
+// subscribes to it (as in Kafka).
+func (m *shareMember) joinAssigned(ctx context.Context, t *testing.T, cl *kgo.Client, group string, topics []string) {
+	t.Helper()
+	m.join(ctx, t, cl, group, topics)
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if err := m.beat(ctx, t, cl, group, nil); err != nil {
+			return err
+		}
+		if len(m.assigned) == 0 {
+			return fmt.Errorf("member %s has no partitions yet", m.id)
+		}
+		return nil
+	})
+}
+
 func shareNode(t *testing.T, extra ...string) *sluicetest.Node {
 	return sluicetest.Start(t, append([]string{
 		"group.share.min.session.timeout.ms=1000",
@@ -155,7 +173,7 @@ func TestShareGroupMembership(t *testing.T) {
 	topics := []string{"queue"}
 
 	m1 := &shareMember{id: "member-one"}
-	m1.join(ctx, t, cl, group, topics)
+	m1.joinAssigned(ctx, t, cl, group, topics)
 	if m1.epoch < 1 || !slices.Equal(m1.assigned, []int32{0, 1, 2, 3}) {
 		t.Fatalf("a lone member has epoch %d and partitions %v, want every partition", m1.epoch, m1.assigned)
 	}
@@ -284,6 +302,10 @@ func TestShareGroupSharesPartitions(t *testing.T) {
 	members := make([]*shareMember, 4)
 	for i := range members {
 		members[i] = &shareMember{id: fmt.Sprintf("m%d", i)}
+		if i == 0 {
+			members[i].joinAssigned(ctx, t, cl, "crowd", []string{"small"})
+			continue
+		}
 		members[i].join(ctx, t, cl, "crowd", []string{"small"})
 	}
 	holders := map[int32]int{}
@@ -354,7 +376,7 @@ func TestShareGroupCoordinatorFailover(t *testing.T) {
 	}
 	const group = "durable"
 	a, b := &shareMember{id: "a"}, &shareMember{id: "b"}
-	a.join(ctx, t, cl, group, []string{"jobs"})
+	a.joinAssigned(ctx, t, cl, group, []string{"jobs"})
 	for _, m := range []*shareMember{b, a} {
 		if err := m.beat(ctx, t, cl, group, []string{"jobs"}); err != nil {
 			t.Fatal(err)

@@ -12,9 +12,10 @@ package broker
 // shareGroupsEnabled, share.go): below that, ShareFetch and
 // ShareAcknowledge are answered UNSUPPORTED_VERSION at the top level.
 //
-// State is kept by share.MemoryPersister: nothing survives a restart or a
-// leader failover yet (share/doc.go says what that means and how the
-// durable share coordinator will change it).
+// State is kept by the share coordinators in __share_group_state, through
+// sharePersister (share_coordinator_persister.go): a partition's next
+// leader, or this broker after a restart, reads it from there
+// (share/doc.go says what survives).
 //
 // Lock order: share.Partition.mu, share.Manager.mu, share.SessionCache.mu
 // are each taken alone by these handlers; partition.mu (the long poll's
@@ -43,13 +44,17 @@ type shareLeader struct {
 	once     sync.Once
 	mgr      *share.Manager
 	sessions *share.SessionCache
+
+	// coord is the share coordinator (share_coordinator.go).
+	coordOnce sync.Once
+	coord     *share.Coordinator
 }
 
 // shareState returns the broker's share-partitions and sessions.
 func (b *Broker) shareState() *shareLeader {
 	s := &b.shares
 	s.once.Do(func() {
-		s.mgr = share.NewManager(share.NewMemoryPersister())
+		s.mgr = share.NewManager(sharePersister{b})
 		s.sessions = share.NewSessionCache(share.DefaultMaxSessions)
 	})
 	return s

@@ -24,6 +24,7 @@ const metadataTopicName = "__cluster_metadata"
 var internalTopics = map[string]bool{
 	"__consumer_offsets":  true,
 	"__transaction_state": true,
+	"__share_group_state": true,
 }
 
 // IsInternalTopic reports whether name is one of Kafka's internal topics.

@@ -51,6 +51,10 @@ type Summary struct {
 	StartOffset int64
 	StateEpoch  int32
 	LeaderEpoch int32
+	// DeliveryComplete is how many offsets at or past StartOffset are
+	// ACKNOWLEDGED or ARCHIVED (ReadShareGroupStateSummary v1), -1 when
+	// not known.
+	DeliveryComplete int32
 }
 
 // Persister errors.
@@ -165,5 +169,5 @@ func (m *MemoryPersister) ReadSummary(_ context.Context, key Key) (Summary, erro
 	if !ok {
 		return Summary{}, ErrStateNotFound
 	}
-	return Summary{StartOffset: st.StartOffset, StateEpoch: st.StateEpoch, LeaderEpoch: st.LeaderEpoch}, nil
+	return Summary{StartOffset: st.StartOffset, StateEpoch: st.StateEpoch, LeaderEpoch: st.LeaderEpoch, DeliveryComplete: DeliveryCompleteCount(st)}, nil
 }

@@ -7,8 +7,8 @@ package share
 // make this broker's loaded share-partition of a key load again after its
 // state was altered or deleted, so that its next fetch starts from the new
 // start offset; and the delivery-complete count of KIP-1226 that
-// DescribeShareGroupOffsets computes the lag from (until Summary carries
-// it, as ReadShareGroupStateSummary v1 does).
+// DescribeShareGroupOffsets computes the lag from, read from
+// Summary.DeliveryComplete.
 //
 // A share-partition loaded on another broker (the partition's leader when
 // it is not the group coordinator) learns of an altered state through the
@@ -16,10 +16,7 @@ package share
 // epoch, so that leader's next write of the older epoch is fenced
 // (ErrFencedStateEpoch).
 
-import (
-	"context"
-	"math"
-)
+import "context"
 
 // Forget drops this broker's loaded share-partition of key, if any, so
 // that its next use loads it again from the persister: after the group
@@ -34,22 +31,13 @@ func (m *Manager) Forget(key Key) {
 
 // DeliveryCompleteOf returns KIP-1226's delivery-complete count of key's
 // state (how many offsets at or past its start offset are ACKNOWLEDGED or
-// ARCHIVED), what DescribeShareGroupOffsets computes the lag from; -1 when
-// it is not known: no state, or a persister that does not report it.
+// ARCHIVED), what DescribeShareGroupOffsets computes the lag from, as the
+// persister's summary reports it (ReadShareGroupStateSummary v1); -1 when
+// it is not known: no state, or not started.
 func DeliveryCompleteOf(ctx context.Context, p Persister, key Key) int64 {
-	m, ok := p.(*MemoryPersister)
-	if !ok {
+	s, err := p.ReadSummary(ctx, key)
+	if err != nil || s.StartOffset < 0 || s.DeliveryComplete < 0 {
 		return -1
 	}
-	st, err := m.ReadState(ctx, key, math.MaxInt32) // a read: the memory persister keeps no epoch for it
-	if err != nil || st.StartOffset < 0 {
-		return -1
-	}
-	var n int64
-	for _, b := range st.Batches {
-		if (b.State == Acknowledged || b.State == Archived) && b.Last >= max(b.First, st.StartOffset) {
-			n += b.Last - max(b.First, st.StartOffset) + 1
-		}
-	}
-	return n
+	return int64(s.DeliveryComplete)
 }
