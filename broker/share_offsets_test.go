@@ -345,3 +345,66 @@ func TestShareGroupOffsetsAuthorization(t *testing.T) {
 		t.Fatalf("DeleteShareGroupOffsets with READ on the topic: %v %v", e, ok)
 	}
 }
+
+// On three nodes, the lag DescribeShareGroupOffsets reports for a
+// partition led by another broker than the group coordinator comes from
+// that leader's latest offset (a ListOffsets to it, as Kafka's
+// PartitionMetadataClient asks).
+func TestShareGroupOffsetsLagOfRemoteLeader(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic, group = "sq-remote", "sg-remote"
+	c := sluicetest.StartCluster(t, 3)
+	cl := clusterClient(c)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var coordinator int32
+	for ctx.Err() == nil {
+		r := adm.FindGroupCoordinators(ctx, group)[group]
+		if r.Err == nil {
+			coordinator = r.NodeID
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	leader := coordinator%3 + 1
+	createAssigned(t, cl, topic, []int32{leader}, nil)
+	if err := produce(cl, topic, valuesN("r", 20)...); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{topic: {0: {At: 5}}})
+	if err != nil || rs.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, rs)
+	}
+	got := describeShareOffsets(t, adm, group)
+	wantShareOffset(t, got, topic, 0, 5, 15)
+}
+
+// Without share.version finalized at 1 the offset admin APIs answer
+// UNSUPPORTED_VERSION, as Kafka's KafkaApis does.
+func TestShareGroupOffsetsNeedShareVersion(t *testing.T) {
+	n := sluicetest.Start(t)
+	adm := n.Admin()
+	ctx := context.Background()
+	// share.version disabled, in case a new cluster finalizes it.
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.TimeoutMillis = 30000
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "share.version", 0, 2
+	req.FeatureUpdates = append(req.FeatureUpdates, u)
+	_, _ = req.RequestWith(ctx, n.Client())
+	createTopic(t, n, "sq-gate", 1, nil)
+	if _, err := adm.AlterShareGroupOffsets(ctx, "sg-gate", kadm.Offsets{"sq-gate": {0: {At: 0}}}); !errors.Is(err, kerr.UnsupportedVersion) {
+		t.Fatalf("AlterShareGroupOffsets: %v", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "sg-gate", "sq-gate"); !errors.Is(err, kerr.UnsupportedVersion) {
+		t.Fatalf("DeleteShareGroupOffsets: %v", err)
+	}
+	ds, err := adm.DescribeShareGroupOffsets(ctx, "sg-gate")
+	if err == nil {
+		err = ds["sg-gate"].Err
+	}
+	if !errors.Is(err, kerr.UnsupportedVersion) {
+		t.Fatalf("DescribeShareGroupOffsets: %v", err)
+	}
+}
