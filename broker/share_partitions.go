@@ -196,6 +196,11 @@ func shareErrorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, share.ErrFencedStateEpoch):
 		return kerr.FencedStateEpoch.Code
+	case errors.Is(err, errShareStateUnknown):
+		// The state write may or may not have been made: the
+		// acknowledgement is not applied here and the state is read
+		// again (share.ErrStateStale); the client may retry.
+		return kerr.RequestTimedOut.Code
 	}
 	return errorCode(err)
 }

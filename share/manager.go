@@ -39,7 +39,7 @@ func (m *Manager) Persister() Persister { return m.persister }
 func (m *Manager) Partition(ctx context.Context, key Key, leaderEpoch int32, settings Settings, initialOffset func() (int64, error)) (*Partition, error) {
 	m.mu.Lock()
 	p, ok := m.parts[key]
-	if !ok || p.leaderEpoch != leaderEpoch {
+	if !ok || p.leaderEpoch != leaderEpoch || p.stale.Load() {
 		p = newPartition(key, m.persister, leaderEpoch)
 		m.parts[key] = p
 	}

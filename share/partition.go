@@ -45,8 +45,10 @@ package share
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,6 +101,11 @@ var (
 	// that do not match its offsets, an unknown type, offsets beyond the
 	// acquired records): INVALID_REQUEST.
 	ErrInvalidAcknowledgement = errors.New("share: invalid acknowledgement")
+	// ErrStateStale: the share-partition's state could not be persisted
+	// (or the outcome of the write is unknown); the change was not made
+	// here and the state is read again at the next use. Wrapped with the
+	// persister's error.
+	ErrStateStale = errors.New("share: share-partition state not persisted")
 )
 
 // Settings are what a share-partition runs with: its group's configs
@@ -163,6 +170,10 @@ type Partition struct {
 
 	mu          sync.Mutex
 	initialized bool
+	// stale: a write of this share-partition's state failed or has an
+	// unknown outcome; it serves nothing more, and the manager loads it
+	// again from the persister at its next use.
+	stale       atomic.Bool
 	leaderEpoch int32
 	stateEpoch  int32
 	settings    Settings
@@ -292,6 +303,10 @@ func (p *Partition) Acquire(member string, batches []LogBatch, limit AcquireLimi
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireLocked(now)
+	if p.stale.Load() {
+		return nil
+	}
+	saved := p.saveLocked()
 	maxRecords := limit.MaxRecords
 	if maxRecords <= 0 {
 		maxRecords = math.MaxInt
@@ -358,7 +373,9 @@ batches:
 	}
 	if changed {
 		p.advanceLocked()
-		p.persistLocked()
+		if err := p.persistLocked(saved); err != nil {
+			return nil // nothing acquired: the records were not handed out
+		}
 	}
 	return out
 }
@@ -373,6 +390,9 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireLocked(now)
+	if p.stale.Load() {
+		return ErrStateStale
+	}
 	end := p.endLocked()
 	prevLast := int64(math.MinInt64)
 	for _, b := range batches {
@@ -402,6 +422,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 		}
 	}
 	released := false
+	saved := p.saveLocked()
 	lockUntil := now.Add(p.settings.LockDuration).UnixNano()
 	for _, b := range batches {
 		for off := max(b.First, p.start); off <= b.Last; off++ {
@@ -426,7 +447,9 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 	p.recomputeExpiryLocked()
 	before := p.start
 	p.advanceLocked()
-	p.persistLocked()
+	if err := p.persistLocked(saved); err != nil {
+		return err
+	}
 	if released || p.start != before {
 		p.notifyLocked() // records to redeliver, or room in the window
 	}
@@ -439,6 +462,10 @@ func (p *Partition) ReleaseMember(member string, now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireLocked(now)
+	if p.stale.Load() {
+		return 0
+	}
+	saved := p.saveLocked()
 	n := 0
 	for i := range p.recs {
 		if r := &p.recs[i]; r.state == Acquired && r.member == member {
@@ -449,7 +476,9 @@ func (p *Partition) ReleaseMember(member string, now time.Time) int {
 	if n > 0 {
 		p.recomputeExpiryLocked()
 		p.advanceLocked()
-		p.persistLocked()
+		if p.persistLocked(saved) != nil {
+			return 0
+		}
 		p.notifyLocked()
 	}
 	return n
@@ -461,9 +490,10 @@ func (p *Partition) ReleaseMember(member string, now time.Time) int {
 func (p *Partition) MoveStartTo(offset int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if offset <= p.start {
+	if offset <= p.start || p.stale.Load() {
 		return
 	}
+	saved := p.saveLocked()
 	if offset >= p.endLocked() {
 		p.recs = p.recs[:0]
 	} else {
@@ -472,7 +502,7 @@ func (p *Partition) MoveStartTo(offset int64) {
 	p.start = offset
 	p.recomputeExpiryLocked()
 	p.advanceLocked()
-	p.persistLocked()
+	_ = p.persistLocked(saved)
 }
 
 // Wait registers ch to be signalled (without blocking) the next time
@@ -524,9 +554,10 @@ func (p *Partition) releaseLocked(r *record) {
 // expireLocked releases the records whose acquisition lock ran out by now.
 func (p *Partition) expireLocked(now time.Time) {
 	t := now.UnixNano()
-	if t < p.nextExpiry {
+	if t < p.nextExpiry || p.stale.Load() {
 		return
 	}
+	saved := p.saveLocked()
 	released := false
 	for i := range p.recs {
 		if r := &p.recs[i]; r.state == Acquired && r.lockUntil <= t {
@@ -537,7 +568,9 @@ func (p *Partition) expireLocked(now time.Time) {
 	p.recomputeExpiryLocked()
 	if released {
 		p.advanceLocked()
-		p.persistLocked()
+		if p.persistLocked(saved) != nil {
+			return
+		}
 		p.notifyLocked()
 	}
 }
@@ -589,15 +622,42 @@ func (p *Partition) snapshotLocked() PartitionState {
 	return st
 }
 
-// persistLocked writes the state through the persister (write-through:
-// after every change). The in-memory persister cannot fail; a durable one
-// that fails leaves the state applied here, to be rewritten by the next
-// change (see doc.go on what the durable share coordinator must do).
-func (p *Partition) persistLocked() {
+// savedState is what a change of the state may have to be undone to.
+type savedState struct {
+	start      int64
+	recs       []record
+	nextExpiry int64
+}
+
+// saveLocked copies the state before a change (write-before-apply: the
+// change is made on the live state, under mu, and undone if it cannot be
+// persisted; nothing sees it in between).
+func (p *Partition) saveLocked() savedState {
 	if p.persister == nil || !p.initialized {
-		return
+		return savedState{}
 	}
-	_ = p.persister.WriteState(context.Background(), p.key, p.snapshotLocked())
+	return savedState{start: p.start, recs: append([]record(nil), p.recs...), nextExpiry: p.nextExpiry}
+}
+
+// persistLocked writes the changed state through the persister before
+// anyone sees it (Kafka's startStateTransition / completeStateTransition).
+// When the write fails, or its outcome is unknown, the change is undone
+// (saved is the state before it) and the share-partition turns stale: it
+// serves nothing more and the manager reads the state again from the
+// persister at its next use, whatever the write did. A client is thus
+// never told a change succeeded that was not persisted.
+func (p *Partition) persistLocked(saved savedState) error {
+	if p.persister == nil || !p.initialized {
+		return nil
+	}
+	err := p.persister.WriteState(context.Background(), p.key, p.snapshotLocked())
+	if err != nil {
+		p.start, p.recs, p.nextExpiry = saved.start, saved.recs, saved.nextExpiry
+		p.stale.Store(true)
+		p.notifyLocked() // long polls on it look again, at a fresh one
+		return fmt.Errorf("%w: %w", ErrStateStale, err)
+	}
+	return nil
 }
 
 // loadLocked replaces the state with st, read from the persister. Offsets

@@ -1,0 +1,72 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// failingPersister is a MemoryPersister whose writes fail while fail is set.
+type failingPersister struct {
+	*MemoryPersister
+	fail atomic.Bool
+}
+
+var errWriteFailed = errors.New("write failed")
+
+func (f *failingPersister) WriteState(ctx context.Context, key Key, st PartitionState) error {
+	if f.fail.Load() {
+		return errWriteFailed
+	}
+	return f.MemoryPersister.WriteState(ctx, key, st)
+}
+
+// Write-before-apply: an acknowledgement whose state write fails is not
+// applied and reported failed; the share-partition reads the state again
+// and finds what was persisted: the acquisition (its delivery count) but
+// not the acknowledgement. One whose write succeeds survives the reload.
+func TestPartitionWriteBeforeApply(t *testing.T) {
+	ctx := context.Background()
+	fp := &failingPersister{MemoryPersister: NewMemoryPersister()}
+	m := NewManager(fp)
+	key := Key{Group: "g", Partition: 0}
+	start := func() (int64, error) { return 0, nil }
+	now := time.Unix(1000, 0)
+	p, err := m.Partition(ctx, key, 1, DefaultSettings, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs := p.Acquire("m1", []LogBatch{{First: 0, Last: 9}}, AcquireLimit{}, now); len(runs) != 1 || runs[0].Last != 9 {
+		t.Fatalf("acquired %+v", runs)
+	}
+	if err := p.Acknowledge("m1", []AckBatch{{First: 0, Last: 2, Types: []AckType{AckAccept}}}, false, now); err != nil {
+		t.Fatal(err)
+	}
+	fp.fail.Store(true)
+	err = p.Acknowledge("m1", []AckBatch{{First: 3, Last: 4, Types: []AckType{AckAccept}}}, false, now)
+	if !errors.Is(err, ErrStateStale) || !errors.Is(err, errWriteFailed) {
+		t.Fatalf("acknowledge with a failing write: %v, want ErrStateStale", err)
+	}
+	if s, _ := p.State(3, now); s != Acquired {
+		t.Fatalf("offset 3 is %v after a failed write, want it still ACQUIRED", s)
+	}
+	if runs := p.Acquire("m2", []LogBatch{{First: 10, Last: 12}}, AcquireLimit{}, now); runs != nil {
+		t.Fatalf("a stale share-partition acquired %+v", runs)
+	}
+	fp.fail.Store(false)
+	p2, err := m.Partition(ctx, key, 1, DefaultSettings, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2 == p {
+		t.Fatal("the stale share-partition was not loaded again")
+	}
+	if got := p2.StartOffset(); got != 3 {
+		t.Fatalf("reloaded start offset %d, want 3 (0-2 acknowledged)", got)
+	}
+	if s, n := p2.State(3, now); s != Available || n != 1 {
+		t.Fatalf("reloaded offset 3: %v delivered %d times, want AVAILABLE after 1 delivery", s, n)
+	}
+}
