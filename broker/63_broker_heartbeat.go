@@ -25,8 +25,10 @@ package broker
 // a broker is unfenced only once its registration is in the log it
 // replicates; ShouldShutDown is never set. CurrentMetadataOffset, the
 // broker's last metadata log index, feeds DescribeQuorum
-// (controller/quorum.go). WantFence, WantShutDown and OfflineLogDirs are
-// ignored: controlled shutdown has its own request
+// (controller/quorum.go). OfflineLogDirs, with the offline replicas in
+// another tagged field (offlineReplicasTag, log_dirs_fail.go), reports the
+// sender's failed log directories (controller/log_dirs.go). WantFence and
+// WantShutDown are ignored: controlled shutdown has its own request
 // (07_controlled_shutdown.go).
 
 import (
@@ -60,6 +62,7 @@ func (b *Broker) handleBrokerHeartbeat(ctx context.Context, r *protocol.Request)
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	hb.Offline = offlineReportOf(req)
 	reply, err := b.ctrl.BrokerHeartbeat(ctx, hb, r.Conn.Context())
 	if err != nil {
 		b.logger.Debug("broker heartbeat refused", "broker", req.BrokerID, "err", fmt.Sprint(err))

@@ -243,6 +243,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		ListenerTLS:       b.ctrlSec.listenerTLS(),
 		GossipKeys:        gossipKeys,
 		Heartbeats:        newHeartbeatClient(b.dialController, b.controllerAddr, cfg.NodeID, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond),
+		OfflineReplicas:   func() controller.OfflineReport { return dir.offlineReport(b.metadata(), cfg.NodeID) },
 	})
 	if err != nil {
 		dir.Close(nil)
@@ -311,6 +312,11 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	go func() {
 		defer b.wg.Done()
 		b.runCleaner(runCtx)
+	}()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.runLogDirFailures(runCtx)
 	}()
 	return b, nil
 }

@@ -144,6 +144,7 @@ func (h *heartbeatClient) roundTripLocked(ctx context.Context, controllerID int3
 	req.BrokerID, req.BrokerEpoch = hb.BrokerID, hb.BrokerEpoch
 	req.CurrentMetadataOffset = hb.MetadataOffset
 	req.UnknownTags.Set(incarnationTag, hb.Incarnation[:])
+	setOfflineReport(req, hb.Offline)
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(h.clientID)).AppendRequest(nil, req, corr)
 	if d, ok := ctx.Deadline(); ok {
 		c.nc.SetWriteDeadline(d)

@@ -58,8 +58,10 @@ type logDir struct {
 	dir  *logstore.Dir
 	// offline is why the directory is offline (wrapping
 	// logstore.ErrLogOffline), or nil; guarded by logDirs.mu. dir is nil
-	// when it failed at start.
+	// when it failed at start. handled is set once the broker has taken
+	// a directory that failed while running offline (log_dirs_fail.go).
 	offline error
+	handled bool
 }
 
 // logDirs is the set of this node's log directories.
@@ -78,6 +80,12 @@ type logDirs struct {
 	preferred map[logstore.TopicPartition]*logDir
 	// moveSem lets one move run at a time.
 	moveSem chan struct{}
+	// unplaced holds the replicas that could not be created because a
+	// directory is offline (they may be in it): offline replicas too.
+	unplaced map[logstore.TopicPartition]bool
+	// failed wakes the broker's handling of a directory failing while
+	// running (log_dirs_fail.go).
+	failed chan struct{}
 	// next is the directory the cleaner looks at first in its next pass.
 	next int
 
@@ -90,7 +98,8 @@ type logDirs struct {
 // metadata log and must open). A directory that fails is offline.
 func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*logDirs, error) {
 	s := &logDirs{logger: logger, where: make(map[logstore.TopicPartition]*logDir),
-		noticed: make(chan struct{}, 1), stop: make(chan struct{}), moveSem: make(chan struct{}, 1)}
+		noticed: make(chan struct{}, 1), stop: make(chan struct{}), moveSem: make(chan struct{}, 1),
+		failed: make(chan struct{}, 1)}
 	online := 0
 	var errs []error
 	for i, p := range paths {
@@ -100,7 +109,9 @@ func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*l
 		}
 		ld := &logDir{path: abs}
 		s.dirs = append(s.dirs, ld)
-		d, err := logstore.OpenDir(p, opts)
+		dirOpts := opts
+		dirOpts.OnWriteError = func(tp logstore.TopicPartition, err error) { s.failDir(ld, err) }
+		d, err := logstore.OpenDir(p, dirOpts)
 		if err == nil {
 			ld.id, err = readDirectoryID(abs)
 			if err != nil {
@@ -357,11 +368,16 @@ func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstor
 			}
 		}
 		if ld == nil || (!isNew && len(offline) > 0) {
+			if s.unplaced == nil {
+				s.unplaced = make(map[logstore.TopicPartition]bool)
+			}
+			s.unplaced[tp] = true
 			s.mu.Unlock()
 			return nil, fmt.Errorf("%w: cannot create the log of %s because log dirs %s are offline", logstore.ErrLogOffline, tp, strings.Join(offline, ","))
 		}
 		s.where[tp] = ld
 	}
+	delete(s.unplaced, tp)
 	err := ld.offline
 	s.mu.Unlock()
 	if err != nil {
@@ -427,6 +443,9 @@ func (s *logDirs) Remove(tp logstore.TopicPartition) error {
 	}
 	s.mu.Unlock()
 	if ld == nil {
+		s.mu.Lock()
+		delete(s.unplaced, tp)
+		s.mu.Unlock()
 		return nil
 	}
 	err := ld.dir.Remove(tp)
@@ -440,12 +459,16 @@ func (s *logDirs) Remove(tp logstore.TopicPartition) error {
 	return err
 }
 
-// each runs f on every online directory and joins the errors.
+// each runs f on every online directory and joins the errors. A storage
+// error takes the directory offline (log_dirs_fail.go).
 func (s *logDirs) each(f func(*logstore.Dir) error) error {
 	var errs []error
 	for _, ld := range s.online() {
 		if err := f(ld.dir); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ld.path, err))
+			if errors.Is(err, logstore.ErrKafkaStorage) {
+				s.failDir(ld, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

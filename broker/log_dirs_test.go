@@ -24,20 +24,22 @@ import (
 // jbodDirs is a log.dirs override giving a node two directories.
 const jbodDirs = "log.dirs={node.dir}/d1,{node.dir}/d2"
 
-// describeDirs asks node n (through cl's seed) for its log dirs.
+// describeDirs asks node 1 for its log dirs.
 func describeDirs(t *testing.T, adm *kadm.Client) kadm.DescribedLogDirs {
+	t.Helper()
+	return describeBrokerDirs(t, adm, 1)
+}
+
+// describeBrokerDirs asks node id for its log dirs.
+func describeBrokerDirs(t *testing.T, adm *kadm.Client, id int32) kadm.DescribedLogDirs {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	all, err := adm.DescribeAllLogDirs(ctx, nil)
+	dirs, err := adm.DescribeBrokerLogDirs(ctx, id, nil)
 	if err != nil {
-		t.Fatalf("describe log dirs: %v", err)
+		t.Fatalf("describe log dirs of node %d: %v", id, err)
 	}
-	for _, dirs := range all {
-		return dirs
-	}
-	t.Fatal("describe log dirs: no broker answered")
-	return nil
+	return dirs
 }
 
 // partitionsIn lists topic's partitions each directory holds (current

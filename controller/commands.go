@@ -68,6 +68,8 @@ func (t commandType) String() string {
 		return "UpdateFeatures"
 	case cmdUnregisterBroker:
 		return "UnregisterBroker"
+	case cmdReplicasOffline:
+		return "ReplicasOffline"
 	}
 	return fmt.Sprintf("commandType(%d)", uint8(t))
 }

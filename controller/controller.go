@@ -111,6 +111,9 @@ type Config struct {
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	Heartbeats        HeartbeatTransport
+	// OfflineReplicas, if set, is this broker's report of its failed log
+	// directories, sent with every heartbeat (log_dirs.go).
+	OfflineReplicas func() OfflineReport
 
 	// GossipAllowed and RaftDial let tests cut this node's gossip and raft
 	// links (netfilter.go): GossipAllowed is asked before every gossip
@@ -158,6 +161,11 @@ type Controller struct {
 	reconcileCh chan struct{}
 
 	decide sync.Mutex
+
+	// offlineReports are brokers' reports of failed log directories not
+	// yet in the image (log_dirs.go), guarded by offlineMu.
+	offlineMu      sync.Mutex
+	offlineReports map[int32]OfflineReport
 
 	// leaderReady is true while this node is raft leader and its image has
 	// caught up with every entry of earlier terms (the leadership barrier

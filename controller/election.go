@@ -145,8 +145,9 @@ func sortedTopics(img *Image) []*Topic {
 // minISR counts as 1.
 func topicPolicy(img *Image, live liveFunc, unclean func(*Topic) bool, minISR func(*Topic) int) func(*Topic) electionPolicy {
 	elr := elrEnabled(img)
+	offline := offlineReplicaSet(img)
 	return func(t *Topic) electionPolicy {
-		pol := electionPolicy{live: live, unclean: unclean(t), elr: elr, minISR: 1, uncleanShutdown: -1}
+		pol := electionPolicy{live: live, unclean: unclean(t), elr: elr, minISR: 1, uncleanShutdown: -1, replicaOffline: offline}
 		if minISR != nil {
 			pol.minISR = minISR(t)
 		}

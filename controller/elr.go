@@ -112,12 +112,19 @@ type electionPolicy struct {
 	// uncleanShutdown is a broker whose new process follows an unclean
 	// shutdown, removed from the ISR and ELR; -1 for none.
 	uncleanShutdown int32
+	// replicaOffline reports a replica in a failed log directory of its
+	// broker (log_dirs.go), which may not lead; nil for none.
+	replicaOffline func(topicID [16]byte, p, id int32) bool
 }
 
 // decidePartition moves p towards target ISR isr and elects a leader if
 // its leader may no longer lead, by Kafka's PartitionChangeBuilder rules
 // (the ELR ones only when pol.elr). ok is false when nothing changes.
 func decidePartition(topicID [16]byte, p *Partition, isr []int32, pol electionPolicy) (ch partitionChange, ok bool) {
+	if off := pol.replicaOffline; off != nil {
+		live := pol.live
+		pol.live = func(r int32) bool { return live(r) && !off(topicID, p.Partition, r) }
+	}
 	isr = slices.Clone(isr)
 	var elr []int32
 	if pol.elr {

@@ -38,6 +38,7 @@ var applyTable = map[commandType]applyFunc{
 	cmdDeleteACLs:          applyDeleteACLs,
 	cmdUpdateFeatures:      applyUpdateFeatures,
 	cmdUnregisterBroker:    applyUnregisterBroker,
+	cmdReplicasOffline:     applyReplicasOffline, // log_dirs.go
 }
 
 // fsm is the metadata state machine driven by raft. raft calls Apply,

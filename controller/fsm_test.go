@@ -235,7 +235,7 @@ func TestCommandTypesFrozen(t *testing.T) {
 		cmdAllocateProducerIDs: 7, cmdFenceBroker: 8, cmdUnfenceBroker: 9,
 		cmdChangePartitions: 10, cmdReassignPartitions: 11, cmdAlterClientQuotas: 12,
 		cmdAlterScram: 13, cmdCreateACLs: 14, cmdDeleteACLs: 15, cmdUpdateFeatures: 16,
-		cmdUnregisterBroker: 17,
+		cmdUnregisterBroker: 17, cmdReplicasOffline: 18,
 	}
 	for typ, n := range want {
 		if uint8(typ) != n {

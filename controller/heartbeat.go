@@ -172,6 +172,9 @@ func (c *Controller) sendHeartbeat(ctx context.Context, h *heartbeater) error {
 	if b := c.Image().Brokers[c.cfg.NodeID]; b != nil && b.Incarnation == c.incarnation {
 		hb.BrokerEpoch = b.Epoch
 	}
+	if c.cfg.OfflineReplicas != nil {
+		hb.Offline = c.cfg.OfflineReplicas()
+	}
 	sent := time.Now()
 	var (
 		reply HeartbeatReply

@@ -77,6 +77,12 @@ type Broker struct {
 	// Incarnation is a random id chosen by the broker process that
 	// registered; a new one with the same node id means a restarted process.
 	Incarnation [16]byte `json:"incarnation"`
+	// OfflineLogDirs and OfflineReplicas are the broker's failed log
+	// directories and the replicas offline with them, as it reported them
+	// (log_dirs.go); no election picks such a replica. A new registration
+	// clears them.
+	OfflineLogDirs  [][16]byte   `json:"offlineLogDirs,omitempty"`
+	OfflineReplicas []ReplicaRef `json:"offlineReplicas,omitempty"`
 }
 
 // Endpoint is one advertised listener of a broker.

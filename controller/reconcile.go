@@ -59,6 +59,9 @@ func (c *Controller) reconcileMetadata(ctx context.Context, members []member) {
 			c.log.Warn("fence broker failed", "broker", id, "err", err)
 		}
 	}
+	if err := c.reconcileOfflineReplicas(ctx, down); err != nil {
+		c.log.Warn("recording offline log dirs failed", "err", err)
+	}
 	if err := c.electOfflineLocked(ctx, down); err != nil {
 		c.log.Warn("offline partition election failed", "err", err)
 	}

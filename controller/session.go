@@ -200,6 +200,9 @@ type Heartbeat struct {
 	// dials it when controller.quorum.voters does not name the
 	// controller (a voter added by AddRaftVoter).
 	ControllerAddr string
+	// Offline is the broker's failed log directories and the replicas
+	// offline with them (log_dirs.go).
+	Offline OfflineReport
 }
 
 // HeartbeatReply is the active controller's answer to a heartbeat.
@@ -236,6 +239,8 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, hb Heartbeat, conn con
 	if fenced {
 		// Register or unfence it now rather than at the next tick.
 		c.pokeReconcile()
+	} else {
+		c.noteOfflineReport(id, hb.Offline)
 	}
 	return HeartbeatReply{Fenced: fenced}, nil
 }

@@ -22,6 +22,11 @@ type Options struct {
 	FS     FS
 	Now    func() time.Time
 	Logger *slog.Logger
+	// OnWriteError, if set, is called (once per log, with the log's
+	// append lock held, so it must not block or call into the log) when a
+	// write to a log of the Dir fails and the log turns read-only: the
+	// broker takes the directory offline (JBOD, KIP-858).
+	OnWriteError func(tp TopicPartition, err error)
 }
 
 // Dir is one log directory (Kafka's log.dirs entry): the partition
@@ -34,6 +39,7 @@ type Dir struct {
 	logger   *slog.Logger
 	lock     io.Closer
 	hadClean bool
+	onWrite  func(TopicPartition, error)
 
 	ckMu sync.Mutex // serializes checkpoint writes; first in the lock order
 
@@ -76,7 +82,7 @@ type Dir struct {
 // seen as unclean), and removes partition directories whose deletion was
 // interrupted.
 func OpenDir(path string, opts Options) (*Dir, error) {
-	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger,
+	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger, onWrite: opts.OnWriteError,
 		logs: make(map[TopicPartition]*Log), offline: make(map[TopicPartition]error),
 		deletesNoticed: make(chan struct{}, 1)}
 	if d.fsys == nil {
@@ -248,6 +254,7 @@ func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error
 		return nil, err
 	}
 	l.onLogStartChange = d.checkpointLogStartOffsets
+	l.onWriteError = d.onWrite
 	d.watchDeletes(l)
 	l.lastFlushMs.Store(d.now().UnixMilli())
 	d.logs[tp] = l

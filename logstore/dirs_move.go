@@ -284,6 +284,7 @@ func (m *mover) finish() error {
 	l.fsys = nl.fsys
 	l.segsMu.Unlock()
 	l.onLogStartChange = m.dest.checkpointLogStartOffsets
+	l.onWriteError = m.dest.onWrite
 	m.dest.watchDeletes(l)
 
 	// The Dirs' bookkeeping: the log, its checkpoint values and its

@@ -183,6 +183,9 @@ type Log struct {
 	// may have moved (file.delete.delay.ms changed); nil for a Log not
 	// opened by a Dir. Renames to *.deleted reach the Dir through fsys.
 	notePendingDelete func()
+	// onWriteError is the Dir's Options.OnWriteError, called once when
+	// writeErr is set; nil for none.
+	onWriteError func(TopicPartition, error)
 
 	appendMu       sync.Mutex
 	writeErr       error           // sticky; guarded by appendMu
@@ -225,6 +228,9 @@ func (l *Log) fail(op string, err error) error {
 	if l.writeErr == nil {
 		l.writeErr = werr
 		l.logger.Error("logstore: write failed, partition log is read-only until reopened", "partition", l.tp.String(), "op", op, "err", err)
+		if l.onWriteError != nil {
+			l.onWriteError(l.tp, werr)
+		}
 	}
 	return werr
 }
