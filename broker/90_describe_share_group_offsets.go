@@ -191,7 +191,9 @@ func (b *Broker) shareOffsetTopics(ctx context.Context, img *controller.Image, g
 		rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 		rp.Partition, rp.StartOffset, rp.LeaderEpoch = rw.p, -1, 0
 		if rw.ok {
-			rp.StartOffset, rp.LeaderEpoch = rw.summary.StartOffset, rw.summary.LeaderEpoch
+			// A state no leader wrote yet has leader epoch 0 in Kafka's
+			// share coordinator (sluice's persisters keep -1).
+			rp.StartOffset, rp.LeaderEpoch = rw.summary.StartOffset, max(rw.summary.LeaderEpoch, 0)
 			if l, ok := latest[shareTP{rw.t.Name, rw.p}]; ok {
 				if l.err != nil {
 					rp.StartOffset, rp.LeaderEpoch = 0, 0

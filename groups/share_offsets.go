@@ -37,16 +37,23 @@ type ShareTopicResult struct {
 }
 
 // shareAdminGroup finds the share group name for an offset admin API:
-// INVALID_GROUP_ID for an empty id, NOT_COORDINATOR /
-// COORDINATOR_LOAD_IN_PROGRESS, and GROUP_ID_NOT_FOUND ("Group %s not
-// found." / "Group %s is not a share group.") for a group that does not
-// exist or is of another type. With create, a group that does not exist
-// (or holds nothing yet) becomes an empty share group, as Kafka 4.4's
-// alterShareGroupOffsets creates one. The caller holds nothing; the group
-// is returned with neither lock held.
+// INVALID_GROUP_ID ("The group id is invalid.") for an empty id,
+// NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, and GROUP_ID_NOT_FOUND
+// ("Group %s not found." / "Group %s is not a share group.") for a group
+// that does not exist or is of another type. With create, a group that
+// does not exist (or holds nothing yet) becomes an empty share group, as
+// Kafka 4.4's alterShareGroupOffsets creates one. The caller holds
+// nothing; the group is returned with neither lock held.
 func (c *Coordinator) shareAdminGroup(name string, create bool) (*group, int16, string) {
-	if name == "" {
-		return nil, kerr.InvalidGroupID.Code, ""
+	return c.shareAdminGroupOf(name, create, false)
+}
+
+// shareAdminGroupOf is shareAdminGroup; with lenient an empty id is looked
+// up as any other (DescribeShareGroupOffsets and DeleteGroups do not refuse
+// it).
+func (c *Coordinator) shareAdminGroupOf(name string, create, lenient bool) (*group, int16, string) {
+	if name == "" && !lenient {
+		return nil, kerr.InvalidGroupID.Code, "The group id is invalid."
 	}
 	g, err := c.group(name, create)
 	if err != nil {
@@ -81,10 +88,10 @@ func (c *Coordinator) checkShareAdminLocked(g *group, create bool) (int16, strin
 // initializedShareGroupPartitions), what DescribeShareGroupOffsets
 // describes when it names no topics. A group that does not exist, or is
 // not a share group, has none; the code is NOT_COORDINATOR,
-// COORDINATOR_LOAD_IN_PROGRESS or INVALID_GROUP_ID when this coordinator
-// cannot answer for it.
+// COORDINATOR_LOAD_IN_PROGRESS when this coordinator cannot answer for
+// it.
 func (c *Coordinator) InitializedSharePartitions(name string) (SharePartitions, int16) {
-	g, code, _ := c.shareAdminGroup(name, false)
+	g, code, _ := c.shareAdminGroupOf(name, false, true)
 	if code == kerr.GroupIDNotFound.Code {
 		return SharePartitions{}, 0
 	}
@@ -107,12 +114,12 @@ func (c *Coordinator) InitializedSharePartitions(name string) (SharePartitions, 
 }
 
 // ShareOffsetsCoordinator reports whether this coordinator answers for
-// group name (0), or NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS /
-// INVALID_GROUP_ID; whether the group exists does not matter
+// group name (0), or NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS;
+// whether the group exists does not matter
 // (DescribeShareGroupOffsets of named topics reads the state whatever the
 // group).
 func (c *Coordinator) ShareOffsetsCoordinator(name string) int16 {
-	_, code, _ := c.shareAdminGroup(name, false)
+	_, code, _ := c.shareAdminGroupOf(name, false, true)
 	if code == kerr.GroupIDNotFound.Code {
 		return 0
 	}
@@ -130,14 +137,25 @@ func (c *Coordinator) ShareOffsetsCoordinator(name string) int16 {
 // message.
 func (c *Coordinator) AlterShareOffsets(ctx context.Context, name string, parts SharePartitions, names map[[16]byte]string,
 	set func(ctx context.Context, groupEpoch int32) map[[16]byte]map[int32]error) (map[[16]byte]map[int32]error, int16, string) {
-	g, code, msg := c.shareAdminGroup(name, true)
+	// Kafka creates the group only with the record of the partitions it
+	// initializes: an alter of nothing but unknown partitions leaves no
+	// group behind.
+	create := len(parts) > 0
+	g, code, msg := c.shareAdminGroup(name, create)
+	if code == kerr.GroupIDNotFound.Code && !create {
+		return nil, 0, ""
+	}
 	if code != 0 {
 		return nil, code, msg
 	}
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	g.mu.Lock()
-	if code, msg := c.checkShareAdminLocked(g, true); code != 0 {
+	if g.share == nil && !create && !g.unloaded && g.isBlankLocked() {
+		g.mu.Unlock()
+		return nil, 0, ""
+	}
+	if code, msg := c.checkShareAdminLocked(g, create); code != 0 {
 		g.mu.Unlock()
 		return nil, code, msg
 	}
@@ -271,7 +289,7 @@ func (c *Coordinator) DeleteShareOffsets(ctx context.Context, name string, topic
 // not a share group (isShare false, code 0): the general deletion answers
 // for it.
 func (c *Coordinator) ShareStateForDeletion(name string, topics map[[16]byte]int32) (parts SharePartitions, isShare bool, code int16) {
-	g, code, _ := c.shareAdminGroup(name, false)
+	g, code, _ := c.shareAdminGroupOf(name, false, true)
 	if code == kerr.GroupIDNotFound.Code {
 		return nil, false, 0
 	}
