@@ -109,13 +109,22 @@ func (m *streamsMember) beat(ctx context.Context, cl *kgo.Client, group string) 
 	return resp, nil
 }
 
-// beatOK is beat failing the test on any error.
+// beatOK is beat failing the test on any error but those a client
+// retries (the coordinator loading or moving), which it retries.
 func (m *streamsMember) beatOK(ctx context.Context, t *testing.T, cl *kgo.Client, group string) *kmsg.StreamsGroupHeartbeatResponse {
 	t.Helper()
-	resp, err := m.beat(ctx, cl, group)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var resp *kmsg.StreamsGroupHeartbeatResponse
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		var err error
+		if resp, err = m.beat(ctx, cl, group); err != nil {
+			t.Fatal(err)
+		}
+		switch resp.ErrorCode {
+		case kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code:
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		return nil
+	})
 	if resp.ErrorCode != 0 {
 		t.Fatalf("heartbeat of %s@%d: %v (%v)", m.id, m.epoch, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
 	}
@@ -335,10 +344,10 @@ func TestStreamsGroupsNeedStreamsVersion(t *testing.T) {
 }
 
 // TestStreamsGroupCoordinatorFailover: on three nodes, the coordinator of
-// a streams group is killed. Its successor does not know the group's
-// membership (it is not persisted, groups/streams.go): the member's next
-// heartbeat is UNKNOWN_MEMBER_ID, and after rejoining with epoch 0 it gets
-// every task back from the new coordinator.
+// a streams group is killed. Its successor loads the group from
+// __consumer_offsets (the StreamsGroup* records): the member goes on
+// heartbeating with its epoch and keeps its tasks, without a rebalance,
+// as with Kafka; a second member that joins then gets half the tasks.
 func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3,
 		"group.streams.min.session.timeout.ms=1000",
@@ -375,9 +384,9 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 		t.Fatalf("FindCoordinator: %v %+v", err, fr)
 	}
 	old := fr.Coordinators[0].NodeID
+	epoch := m.epoch
 	c.Kill(int(old))
 
-	fenced := false
 	sluicetest.WaitFor(t, 60*time.Second, func() error {
 		resp, err := m.beat(ctx, cl, group)
 		if err != nil {
@@ -385,27 +394,37 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 		}
 		switch resp.ErrorCode {
 		case 0:
-		case kerr.UnknownMemberID.Code:
-			// The Streams client's answer: give up the tasks, rejoin.
-			fenced = true
-			m.epoch, m.active = 0, nil
-			return fmt.Errorf("fenced by the new coordinator; rejoining")
+		case kerr.UnknownMemberID.Code, kerr.FencedMemberEpoch.Code:
+			t.Fatalf("the new coordinator fenced the member: %v", kerr.ErrorForCode(resp.ErrorCode))
 		default:
-			return kerr.ErrorForCode(resp.ErrorCode)
-		}
-		if len(m.active) != 4 {
-			return fmt.Errorf("tasks %v after the failover", m.active)
+			return kerr.ErrorForCode(resp.ErrorCode) // NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS...
 		}
 		return nil
 	})
-	if !fenced {
-		t.Fatalf("the member kept its epoch %d across the coordinator's kill; the successor cannot know it", m.epoch)
+	if m.epoch != epoch || len(m.active) != 4 {
+		t.Fatalf("after the failover: epoch %d (was %d), tasks %v; want both kept", m.epoch, epoch, m.active)
 	}
+	b := &streamsMember{id: "member-b", process: "p2", source: "in", changelog: "failover-app-store-changelog"}
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		for _, x := range []*streamsMember{m, b} {
+			resp, err := x.beat(ctx, cl, group)
+			if err != nil {
+				return err
+			}
+			if resp.ErrorCode != 0 {
+				return kerr.ErrorForCode(resp.ErrorCode)
+			}
+		}
+		if len(m.active) != 2 || len(b.active) != 2 {
+			return fmt.Errorf("a %v, b %v", m.active, b.active)
+		}
+		return nil
+	})
 	fr, err = fc.RequestWith(ctx, cl)
 	if err != nil || fr.Coordinators[0].ErrorCode != 0 || fr.Coordinators[0].NodeID == old {
 		t.Fatalf("FindCoordinator after the kill: %v %+v (old coordinator %d)", err, fr, old)
 	}
-	if d := streamsDescribe(ctx, t, cl, group); d.State != "Stable" || len(d.Members) != 1 {
+	if d := streamsDescribe(ctx, t, cl, group); d.State != "Stable" || len(d.Members) != 2 {
 		t.Fatalf("describe on the new coordinator: %+v", d)
 	}
 }

@@ -12,10 +12,11 @@ package compat
 // brings the node back and checks every key's sum and that the output
 // holds exactly one committed record per input record.
 //
-// The streams group's membership is not persisted (groups/streams.go): the
-// coordinator's successor knows the group by its offsets only, answers the
-// members' heartbeats UNKNOWN_MEMBER_ID and they rejoin; the row counts the
-// app's rebalances around the kill.
+// The coordinator's successor loads the streams group from
+// __consumer_offsets (groups/streams_records.go), so the member keeps its
+// epoch and tasks; the row counts the app's rebalances around the kill
+// (a rebalance can still come from the transaction coordinator's or a
+// partition leader's move fencing the producer).
 
 import (
 	"context"

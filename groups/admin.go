@@ -160,6 +160,8 @@ func (c *Coordinator) Delete(ctx context.Context, name string) int16 {
 	}
 	if g.share != nil {
 		records = append(records, g.shareTombstonesLocked()...)
+	} else if g.streams != nil {
+		records = append(records, g.streamsTombstonesLocked()...) // streams_records.go
 	} else if g.consumer != nil {
 		records = append(records, g.consumerTombstonesLocked()...)
 	} else {

@@ -5,8 +5,7 @@
 // membership (ShareGroupHeartbeat, ShareGroupDescribe, the simple
 // assignor), KIP-1071 streams groups (StreamsGroupHeartbeat,
 // StreamsGroupDescribe, the sticky task assignor) and committed offsets,
-// persisted in __consumer_offsets as Kafka persists them (streams group
-// membership is not, yet).
+// persisted in __consumer_offsets as Kafka persists them.
 //
 // # Placement
 //
@@ -119,9 +118,8 @@
 // topology description and the member epoch checks of offset commits and
 // fetches. A streams group shares the group id space with the others;
 // ListGroups lists it with type "streams", DescribeGroups answers Dead.
-// Its membership is held in memory only (not written to
-// __consumer_offsets, unlike Kafka): after a coordinator change members
-// are answered UNKNOWN_MEMBER_ID and rejoin (streams.go).
+// streams_records.go and streams_load.go hold its records (key versions
+// 17–23) and their replay.
 //
 // Not yet: classic members in consumer
 // groups (online migration), rack-aware assignment, expiry of unsubscribed topics' offsets in active groups

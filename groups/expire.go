@@ -64,7 +64,9 @@ func (c *Coordinator) expireGroup(ctx context.Context, g *group, now time.Time) 
 	// rule): its marker may still commit them.
 	deleteGroup := left == 0 && len(g.txnOffsets) == 0
 	if deleteGroup {
-		if g.consumer != nil {
+		if g.streams != nil {
+			records = append(records, g.streamsTombstonesLocked()...) // streams_records.go
+		} else if g.consumer != nil {
 			records = append(records, g.consumerTombstonesLocked()...)
 		} else {
 			records = append(records, kv{key: groupKey(g.name)})

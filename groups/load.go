@@ -16,7 +16,9 @@ import (
 // (who must heartbeat within their session timeout or be removed) or Empty;
 // consumer groups come back with their epochs, members, targets and current
 // assignments (consumer_load.go); share groups with their epochs, members,
-// targets, assignments and share-partition state (share_load.go).
+// targets, assignments and share-partition state (share_load.go); streams
+// groups with their topology, epochs, members, targets and current
+// assignments (streams_load.go).
 // Transactional offset commits are replayed
 // with their producers' markers (offsetReplay, txn_offsets.go). It also
 // returns the offset where the replay stopped.
@@ -26,7 +28,7 @@ import (
 // in its batch is broken — is logged with its partition and offset and
 // skipped, as Kafka's coordinator loaders do: the key keeps what earlier
 // records said and the rest of the partition loads. Records of key types
-// this coordinator does not know (streams groups of a newer Kafka) are
+// this coordinator does not know (e.g. a newer Kafka's) are
 // ignored and counted. Only a batch header that cannot be read
 // fails the load, since no later batch can be found past it.
 func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[string]*group, int64, error) {
@@ -36,6 +38,7 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 	metaOffsets := make(map[string]int64) // offset of each classic group's last record, tombstones included
 	consumers := make(map[string]*consumerReplay)
 	shares := make(map[string]*shareReplay)
+	streamsGroups := make(map[string]*streamsReplay)
 	offsets := newOffsetReplay()
 	var next int64
 	for {
@@ -66,6 +69,12 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 			}
 			if err != nil {
 				skipped.Unreadable(r.offset, err)
+				return nil
+			}
+			if isStreamsKeyVersion(k.version) {
+				if err := replayStreamsRecord(streamsGroups, k, r); err != nil {
+					skipped.Unreadable(r.offset, fmt.Errorf("group %q: %w", k.group, err))
+				}
 				return nil
 			}
 			if isShareKeyVersion(k.version) {
@@ -158,6 +167,22 @@ func (c *Coordinator) replay(ctx context.Context, partition, epoch int32) (map[s
 		}
 		delete(metas, name)
 		get(name).restoreShare(sr, c.restoredShareSettings(name).SessionTimeout, now)
+	}
+	for name, sr := range streamsGroups {
+		if !sr.exists {
+			continue
+		}
+		if o, ok := metaOffsets[name]; ok && o > sr.offset {
+			continue // a classic group record came later
+		}
+		if cr := consumers[name]; cr != nil && cr.exists && cr.offset > sr.offset {
+			continue // it became a consumer group later
+		}
+		if g := groups[name]; g != nil && g.consumer != nil {
+			g.consumer = nil // it became a streams group later
+		}
+		delete(metas, name)
+		get(name).restoreStreams(sr, now)
 	}
 	for name, v := range metas {
 		get(name).restore(v, now)

@@ -9,6 +9,7 @@ package groups
 //	  2   GroupMetadataKey (group)                    GroupMetadataValue v3 (protocol type, generation, protocol, leader, members)
 //	  3–8 KIP-848 consumer group records              see consumer_records.go
 //	 9–15 KIP-932 share group records                 see share_records.go
+//	17–23 KIP-1071 streams group records              see streams_records.go
 //
 // A nil value is a tombstone: the offset or the group is deleted, and
 // compaction eventually drops every older record of the same key. The
@@ -316,10 +317,18 @@ func decodeKey(b []byte) (decodedKey, error) {
 			k.member = r.keyString()
 		}
 		return k, r.done("share group key")
+	case streamsGroupMetadataKeyVersion, streamsGroupPartitionMetadataKeyVersion, streamsGroupMemberMetadataKeyVersion,
+		streamsGroupTargetMetadataKeyVersion, streamsGroupTargetMemberKeyVersion, streamsGroupCurrentAssignmentKeyVersion,
+		streamsGroupTopologyKeyVersion:
+		r := &recordReader{b: b[2:]}
+		k := decodedKey{version: version, group: r.keyString()}
+		if isStreamsMemberKeyVersion(version) {
+			k.member = r.keyString()
+		}
+		return k, r.done("streams group key")
 	default:
-		// Newer Kafka writes other record types here (streams
-		// groups, regular expressions); this coordinator does not
-		// know them.
+		// Newer Kafka writes other record types here (regular
+		// expressions); this coordinator does not know them.
 		return decodedKey{}, errUnknownKey
 	}
 }

@@ -34,15 +34,18 @@ package groups
 // (streams_reconcile.go): an active task reaches its new owner only after
 // the previous owner stopped reporting it.
 //
-// Not persisted (unlike Kafka, which writes StreamsGroup* records to
-// __consumer_offsets): the group's membership, topology and assignment
-// live in the coordinator's memory only. Committed offsets are persisted
-// as for every group. When the coordinator moves (failover, kill -9), the
-// new coordinator knows the group only by its offsets: a member's next
-// heartbeat (epoch > 0) is answered UNKNOWN_MEMBER_ID, the Streams client
-// treats that as fenced and rejoins with epoch 0 (its tasks are closed
-// dirty and restored from their changelogs, as after any fencing), and the
-// first join re-creates the group from its topology.
+// Every change is written as Kafka's StreamsGroup* records
+// (streams_records.go) before the heartbeat that caused it is answered,
+// so a coordinator that takes the partition over (failover, kill -9)
+// replays the group (streams_load.go) and its members go on with their
+// epochs and tasks. As for consumer groups, memory changes first and is
+// not rolled back when the append fails (the client retries; a lost
+// leadership unloads the group anyway). A heartbeat with epoch > 0 for a
+// group the coordinator does not have as a streams group is answered
+// UNKNOWN_MEMBER_ID (Kafka: GROUP_ID_NOT_FOUND), which the Streams client
+// takes as fenced and rejoins. What is not persisted: the topology
+// description of StreamsGroupTopologyDescriptionUpdate, and a pending
+// SHUTDOWN_APPLICATION request.
 
 import (
 	"context"
@@ -209,6 +212,14 @@ type streamsGroup struct {
 	// settings are the ones the last heartbeat brought, for what
 	// happens between heartbeats (an expiry moves the group epoch).
 	settings StreamsGroupSettings
+	// written holds the value of each of the group's records as last
+	// written to the log, by key (streams_records.go).
+	written map[string][]byte
+	// loadedHash is the MetadataHash of a group restored by a load,
+	// until the first heartbeat configures the topology again: the
+	// same hash means the topics did not change meanwhile and the
+	// group epoch stays.
+	loadedHash *int64
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -337,38 +348,57 @@ func (c *Coordinator) StreamsHeartbeat(ctx context.Context, req *kmsg.StreamsGro
 	defer g.writeMu.Unlock()
 	now := c.cfg.Now()
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	resp, create, converted := c.streamsHeartbeatGroupLocked(g, req, joining, clientID, clientHost, settings, now)
+	g.mu.Unlock()
+	if len(converted) > 0 {
+		// The empty consumer group this streams group replaces.
+		if err := c.append(ctx, g, converted); err != nil {
+			return streamsError(v, appendErrorCode(err, false), ""), nil
+		}
+	}
+	if err := c.persistStreams(ctx, g); err != nil {
+		return streamsError(v, appendErrorCode(err, false), ""), nil
+	}
+	return resp, create
+}
+
+// streamsHeartbeatGroupLocked is StreamsHeartbeat under g.mu. converted
+// are the tombstones of the consumer group's records when an empty
+// consumer group becomes this streams group.
+func (c *Coordinator) streamsHeartbeatGroupLocked(g *group, req *kmsg.StreamsGroupHeartbeatRequest, joining bool, clientID, clientHost string, settings StreamsGroupSettings, now time.Time) (resp *kmsg.StreamsGroupHeartbeatResponse, create []StreamsTopicToCreate, converted []kv) {
+	v := req.Version
 	switch {
 	case g.unloaded:
-		return streamsError(v, kerr.NotCoordinator.Code, ""), nil
+		return streamsError(v, kerr.NotCoordinator.Code, ""), nil, nil
 	case g.state == stateDead:
-		return streamsError(v, kerr.CoordinatorNotAvailable.Code, ""), nil
+		return streamsError(v, kerr.CoordinatorNotAvailable.Code, ""), nil, nil
 	case g.share != nil, g.consumer != nil && len(g.consumer.members) > 0, g.streams == nil && (len(g.members) > 0 || g.state != stateEmpty):
-		return streamsError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", req.Group)), nil
+		return streamsError(v, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", req.Group)), nil, nil
 	}
 	if g.streams == nil {
 		if !joining {
-			// An empty group that only holds offsets (the streams
-			// group's membership was not persisted): the member rejoins.
-			return streamsError(v, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.Group)), nil
+			// An empty group that only holds offsets: the member
+			// rejoins.
+			return streamsError(v, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, req.Group)), nil, nil
+		}
+		if g.consumer != nil {
+			converted = consumerGroupTombstones(g.name)
 		}
 		g.consumer = nil
 		g.streams = newStreamsGroup()
 		g.protocolType, g.protocol, g.leader = "streams", "", ""
 	}
 	g.streams.settings = settings
-	var resp *kmsg.StreamsGroupHeartbeatResponse
 	if req.MemberEpoch < 0 {
 		resp = c.streamsLeaveLocked(g, req, settings, now)
 	} else {
 		resp = c.streamsHeartbeatLocked(g, req, clientID, clientHost, settings, now)
 	}
 	g.syncStreamsStateLocked(now)
-	var create []StreamsTopicToCreate
 	if resp.ErrorCode == 0 && g.streams.configured != nil {
 		create = g.streams.configured.toCreate(settings.DefaultReplicationFactor)
 	}
-	return resp, create
+	return resp, create, converted
 }
 
 // streamsHeartbeatLocked is a join or a regular heartbeat.
@@ -441,7 +471,7 @@ func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHea
 	m.clientID, m.clientHost = clientID, clientHost
 
 	if sg.configured == nil {
-		bump = true
+		bump = bump || !sg.adoptLoadedConfiguration(configure(sg.topology, c.topicsByName()))
 	} else if cfg := configure(sg.topology, c.topicsByName()); !cfg.sameAssignment(sg.configured) {
 		bump = true
 	} else {
@@ -479,6 +509,21 @@ func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHea
 		resp.PartitionsByUserEndpoint = sg.partitionsByEndpoint()
 	}
 	return resp
+}
+
+// adoptLoadedConfiguration takes cfg as the group's configuration if the
+// group was restored by a load and the topics still configure its
+// topology to the task counts of the MetadataHash it was written with:
+// then the target assignment of the restored epoch stands. It reports
+// whether it did.
+func (sg *streamsGroup) adoptLoadedConfiguration(cfg *configuredTopology) bool {
+	loaded := sg.loadedHash
+	sg.loadedHash = nil
+	if loaded == nil || sg.epoch == 0 || *loaded != configuredHash(cfg) {
+		return false
+	}
+	sg.configured = cfg
+	return true
 }
 
 // statusFor lists the statuses a member is told about.
@@ -680,8 +725,8 @@ func (c *Coordinator) tickStreams(g *group, now time.Time) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.unloaded || g.streams == nil || g.state == stateDead {
+		g.mu.Unlock()
 		return
 	}
 	sg := g.streams
@@ -695,6 +740,10 @@ func (c *Coordinator) tickStreams(g *group, now time.Time) {
 		}
 	}
 	g.syncStreamsStateLocked(now)
+	g.mu.Unlock()
+	if err := c.persistStreams(context.Background(), g); err != nil {
+		c.cfg.Logger.Warn("cannot persist streams group", "group", g.name, "err", err)
+	}
 }
 
 func mapsEqual(a, b map[string]string) bool {

@@ -176,15 +176,21 @@ func (c *Coordinator) refreshStreamsGroup(ctx context.Context, g *group) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.unloaded || g.streams == nil || g.state == stateDead || g.streams.topology == nil {
+		g.mu.Unlock()
 		return
 	}
 	sg := g.streams
 	cfg := configure(sg.topology, c.topicsByName())
-	if !cfg.sameAssignment(sg.configured) {
+	switch {
+	case sg.configured == nil && sg.adoptLoadedConfiguration(cfg):
+	case !cfg.sameAssignment(sg.configured):
 		c.bumpStreamsGroupLocked(g, sg.settings)
-	} else {
+	default:
 		sg.configured = cfg
+	}
+	g.mu.Unlock()
+	if err := c.persistStreams(ctx, g); err != nil {
+		c.cfg.Logger.Warn("cannot persist streams group", "group", g.name, "err", err)
 	}
 }

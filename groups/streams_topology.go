@@ -44,11 +44,12 @@ type streamsSubtopology struct {
 // streamsTopology is a streams group's topology.
 type streamsTopology struct {
 	epoch int32
-	subs  []streamsSubtopology // sorted by id
+	subs  []streamsSubtopology                       // sorted by id
+	raw   *kmsg.StreamsGroupHeartbeatRequestTopology // as the member sent it, for the record
 }
 
 func topologyOf(t *kmsg.StreamsGroupHeartbeatRequestTopology) *streamsTopology {
-	out := &streamsTopology{epoch: t.Epoch}
+	out := &streamsTopology{epoch: t.Epoch, raw: t}
 	for _, s := range t.Subtopologies {
 		st := streamsSubtopology{
 			id:                 s.SubtopologyID,

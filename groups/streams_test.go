@@ -1,0 +1,202 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// streamsHB is one StreamsGroupHeartbeat of a test member: a join (epoch
+// 0, with a topology reading "t" and a changelog when changelog is set)
+// or a regular heartbeat owning active tasks of subtopology "0".
+func streamsHB(member, process string, epoch int32, active []int32, changelog string) *kmsg.StreamsGroupHeartbeatRequest {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = "sg", member, epoch
+	if epoch == 0 {
+		req.RebalanceTimeoutMillis = 5000
+		t := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+		sub := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		sub.SubtopologyID, sub.SourceTopics = "0", []string{"t"}
+		if changelog != "" {
+			info := kmsg.NewTopicInfo()
+			info.Topic = changelog
+			cfg := kmsg.NewTopicInfoConfig()
+			cfg.Key, cfg.Value = "cleanup.policy", "compact"
+			info.Configs = []kmsg.TopicInfoConfig{cfg}
+			sub.StateChangelogTopics = []kmsg.TopicInfo{info}
+		}
+		t.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{sub}
+		req.Topology = &t
+		req.ProcessID = &process
+		ep := kmsg.NewStreamsGroupHeartbeatRequestUserEndpoint()
+		ep.Host, ep.Port = "h-"+process, 9000
+		req.UserEndpoint = &ep
+		req.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{{Key: "zone", Value: "a"}}
+	}
+	ids := kmsg.NewTaskIDs()
+	ids.SubtopologyID, ids.Partitions = "0", active
+	req.ActiveTasks = []kmsg.TaskIDs{}
+	if len(active) > 0 {
+		req.ActiveTasks = []kmsg.TaskIDs{ids}
+	}
+	req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	return req
+}
+
+func streamsSettingsForTest() StreamsGroupSettings {
+	return StreamsGroupSettings{SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second, DefaultReplicationFactor: 1}
+}
+
+// streamsBeat sends a heartbeat and returns the member's epoch and active
+// partitions of subtopology "0" (nil when the answer carries no tasks).
+func streamsBeat(t *testing.T, c *Coordinator, req *kmsg.StreamsGroupHeartbeatRequest) (int32, []int32) {
+	t.Helper()
+	resp, _ := c.StreamsHeartbeat(context.Background(), req, "client", "host", streamsSettingsForTest())
+	if resp.ErrorCode != 0 {
+		t.Fatalf("heartbeat of %s@%d: %v (%v)", req.MemberID, req.MemberEpoch, kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+	}
+	if resp.ActiveTasks == nil {
+		return resp.MemberEpoch, nil
+	}
+	out := []int32{}
+	for _, ts := range resp.ActiveTasks {
+		out = append(out, ts.Partitions...)
+	}
+	slices.Sort(out)
+	return resp.MemberEpoch, out
+}
+
+func describeString(d kmsg.StreamsGroupDescribeResponseGroup) string {
+	r := kmsg.StreamsGroupDescribeResponse{Version: 1, Groups: []kmsg.StreamsGroupDescribeResponseGroup{d}}
+	return string(r.AppendTo(nil))
+}
+
+// TestStreamsGroupReload: a coordinator that replays __consumer_offsets
+// gets the streams group back as it was (topology, epochs, members with
+// their process, endpoint, tags and tasks, targets): the members carry on
+// with their epochs and no new assignment, and a deleted group stays
+// deleted.
+func TestStreamsGroupReload(t *testing.T) {
+	h := newConsumerHarness(t)
+	c := h.c
+	epochA, a := streamsBeat(t, c, streamsHB("a", "p1", 0, nil, ""))
+	if !slices.Equal(a, []int32{0, 1, 2, 3}) {
+		t.Fatalf("a lone member got %v", a)
+	}
+	epochB, _ := streamsBeat(t, c, streamsHB("b", "p2", 0, nil, ""))
+	epochA, a2 := streamsBeat(t, c, streamsHB("a", "p1", epochA, a, ""))
+	if len(a2) != 2 {
+		t.Fatalf("a after b joined: %v", a2)
+	}
+	epochA, _ = streamsBeat(t, c, streamsHB("a", "p1", epochA, a2, ""))
+	epochB, b := streamsBeat(t, c, streamsHB("b", "p2", epochB, nil, ""))
+	if len(b) != 2 {
+		t.Fatalf("b: %v", b)
+	}
+	before := c.StreamsDescribe("sg", 1, false)
+
+	h.start() // a new coordinator replays the log
+	after := h.c.StreamsDescribe("sg", 1, false)
+	// The topology's subtopologies are listed once it is configured
+	// again (at the first heartbeat); the rest must be the same.
+	after.Topology, before.Topology = nil, nil
+	after.State, before.State = "", ""
+	if describeString(before) != describeString(after) {
+		t.Fatalf("after reload:\n%+v\nbefore:\n%+v", after, before)
+	}
+	e, got := streamsBeat(t, h.c, streamsHB("a", "p1", epochA, a2, ""))
+	if e != epochA || got != nil {
+		t.Fatalf("a after reload: epoch %d tasks %v, want epoch %d and no new tasks", e, got, epochA)
+	}
+	e, _ = streamsBeat(t, h.c, streamsHB("b", "p2", epochB, b, ""))
+	if e != epochB {
+		t.Fatalf("b after reload: epoch %d, want %d", e, epochB)
+	}
+	if d := h.c.StreamsDescribe("sg", 1, false); d.State != "Stable" || d.Topology == nil || len(d.Topology.Subtopologies) != 1 {
+		t.Fatalf("describe after reload: %+v", d)
+	}
+
+	// Both leave; the group is deleted and does not come back.
+	for _, m := range []struct {
+		id    string
+		epoch int32
+	}{{"a", epochA}, {"b", epochB}} {
+		req := streamsHB(m.id, "", -1, nil, "")
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = nil, nil, nil
+		if resp, _ := h.c.StreamsHeartbeat(context.Background(), req, "c", "h", streamsSettingsForTest()); resp.ErrorCode != 0 {
+			t.Fatalf("leave %s: %v", m.id, kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+	h.start()
+	if d := h.c.StreamsDescribe("sg", 1, false); d.State != "Empty" {
+		t.Fatalf("emptied group after reload: %+v", d)
+	}
+	if code := h.c.Delete(context.Background(), "sg"); code != 0 {
+		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+	}
+	h.start()
+	if d := h.c.StreamsDescribe("sg", 1, false); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("deleted group after reload: %+v", d)
+	}
+}
+
+// TestStreamsRecordsRoundTrip: every record value decodes to what was
+// encoded.
+func TestStreamsRecordsRoundTrip(t *testing.T) {
+	inst, rack := "i1", "r1"
+	m := &streamsMember{
+		id: "m", instanceID: &inst, rackID: &rack, clientID: "cid", clientHost: "/1.2.3.4",
+		processID: "proc", clientTags: map[string]string{"zone": "a", "rack": "b"},
+		topologyEpoch: 3, rebalanceTimeout: 5 * time.Second,
+		epoch: 7, previousEpoch: 6, state: memberUnrevokedPartitions,
+		assigned: streamsTasks{active: tasksOf("0:1", "1:2"), standby: tasksOf("0:3")},
+		pending:  streamsTasks{active: tasksOf("0:0")},
+	}
+	ep := kmsg.NewStreamsGroupHeartbeatRequestUserEndpoint()
+	ep.Host, ep.Port = "host", 65000
+	m.endpoint = &ep
+	var got streamsMember
+	if err := decodeStreamsMember(m.metadataValue(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeStreamsCurrent(m.currentValue(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.instanceID != inst || *got.rackID != rack || got.clientID != m.clientID || got.clientHost != m.clientHost ||
+		got.processID != m.processID || !mapsEqual(got.clientTags, m.clientTags) || got.topologyEpoch != 3 ||
+		got.rebalanceTimeout != m.rebalanceTimeout || got.endpoint.Host != "host" || got.endpoint.Port != 65000 ||
+		got.epoch != 7 || got.previousEpoch != 6 || got.state != memberUnrevokedPartitions ||
+		!got.assigned.equal(m.assigned) || !got.pending.equal(m.pending) {
+		t.Fatalf("member round trip:\n%+v\nwant\n%+v", got, *m)
+	}
+	target := streamsTasks{active: tasksOf("0:0", "0:1"), warmup: tasksOf("1:1")}
+	if back, err := decodeStreamsTargetMember(streamsTargetMemberValue(target)); err != nil || !back.equal(target) {
+		t.Fatalf("target round trip: %v %v", back, err)
+	}
+	topo := streamsHB("x", "p", 0, nil, "cl").Topology
+	topo.Epoch = 4
+	topo.Subtopologies[0].CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0}}}
+	back, err := decodeStreamsTopology(streamsTopologyValue(topo))
+	if err != nil || fmt.Sprint(back) != fmt.Sprint(topo) {
+		t.Fatalf("topology round trip: %v\n%+v\nwant\n%+v", err, back, topo)
+	}
+	epoch, hash, err := decodeStreamsMetadata(streamsMetadataValue(9, -42, 4))
+	if err != nil || epoch != 9 || hash != -42 {
+		t.Fatalf("metadata round trip: %d %d %v", epoch, hash, err)
+	}
+	for _, v := range []int16{17, 19, 20, 21, 22, 23} {
+		key := groupKeyOf(v, "g")
+		if isStreamsMemberKeyVersion(v) {
+			key = memberKeyOf(v, "g", "m")
+		}
+		k, err := decodeKey(key)
+		if err != nil || k.group != "g" || (isStreamsMemberKeyVersion(v) && k.member != "m") {
+			t.Fatalf("key %d: %+v %v", v, k, err)
+		}
+	}
+}
