@@ -89,6 +89,7 @@ func allRows() []row {
 		javaGetOffsetsRow(),
 		javaDeleteRecordsRow(),
 		javaLogDirsRow(),
+		javaLogDirsJBODRow(), // several log dirs, a replica moved between them (java_log_dirs_test.go, issue 20)
 		javaConsoleRow(),
 		javaDumpLogRow(),
 		javaProducerPerfRow(),
