@@ -167,12 +167,11 @@ func (b *Broker) shareOffsetTopics(ctx context.Context, img *controller.Image, g
 		for _, p := range ps {
 			key := share.Key{Group: group, TopicID: t.ID, Partition: p}
 			s, err := persister.ReadSummary(ctx, key)
-			rw := row{t: t, p: p, summary: s, ok: err == nil, done: -1}
-			if rw.ok && s.StartOffset >= 0 {
-				rw.done = share.DeliveryCompleteOf(ctx, persister, key)
-			}
+			rw := row{t: t, p: p, summary: s, ok: err == nil, done: int64(s.DeliveryComplete)}
 			rows = append(rows, rw)
-			if rw.ok && s.StartOffset >= 0 && rw.done >= 0 {
+			// Kafka's shouldComputeSharePartitionLag: a start offset and a
+			// delivery-complete count that are not -1.
+			if rw.ok && s.StartOffset != -1 && rw.done != -1 {
 				lagOf[t] = append(lagOf[t], p)
 			}
 		}
