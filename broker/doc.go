@@ -18,8 +18,17 @@
 // answers KAFKA_STORAGE_ERROR (hostedReplica in lookup.go) whether this
 // node leads it or follows. Start-up deletes a log on disk only once it
 // has opened cleanly and the caught-up metadata does not assign it here
-// (removeOrphans). The controller is not told yet: an offline leader keeps
-// its leadership (serving nothing) until it restarts or is fenced.
+// (removeOrphans). The controller is not told of a single log that fails
+// to open: that leader keeps its leadership (serving nothing) until it
+// restarts or is fenced.
+//
+// A node may have several log directories (log.dirs, JBOD, KIP-858;
+// log_dirs_set.go): new replicas go to the one with the fewest, a
+// directory that fails at start or while running is offline alone and
+// takes only its replicas offline, which the node reports in its
+// heartbeats so the controller moves their leaderships and ISRs
+// (log_dirs_fail.go), and AlterReplicaLogDirs moves a replica between
+// directories while it serves (log_dirs_move.go).
 //
 // Errors reach clients as Kafka error codes; errorCode in errors.go is the one
 // place where internal errors become codes.

@@ -91,7 +91,10 @@
 // leaders propose ISR changes with AlterPartition, checked as KRaft checks
 // them, many per request (AlterPartitions): each proposal is decided on its
 // own and the accepted ones are committed in one command; a stopping broker calls ControlledShutdown to hand its leaderships
-// to other in-sync replicas before Close.
+// to other in-sync replicas before Close. A broker whose log directory
+// failed reports it in its heartbeats, and a ReplicasOffline command takes
+// the replicas in it out of their ISRs and leaderships and keeps elections
+// from picking them until the broker registers again (log_dirs.go).
 //
 // # Reassignment
 //

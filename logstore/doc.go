@@ -7,6 +7,8 @@
 //	<log dir>/
 //	  .lock                              flock held while a Dir is open
 //	  .kafka_cleanshutdown               present only after Dir.Close
+//	  meta.properties                    node.id, cluster.id, directory.id
+//	                                     (written by the broker, as Kafka)
 //	  recovery-point-offset-checkpoint   offsets below which data was fsynced
 //	  replication-offset-checkpoint      high watermarks
 //	  log-start-offset-checkpoint        log start offsets (DeleteRecords)
@@ -23,6 +25,8 @@
 //	    leader-epoch-checkpoint
 //	    partition.metadata
 //	  orders-4.<32 hex>-delete/          a partition being removed
+//	  orders-5.<32 hex>-future/          a partition being copied in from
+//	                                     another log dir (dirs_move.go)
 //
 // Files of deleted segments are renamed *.deleted and removed
 // file.delete.delay.ms later (or at the next open). A cleaning pass writes
@@ -142,6 +146,12 @@
 // was never recovered writes no clean-shutdown marker. Data that could not
 // be read is never deleted or recreated empty; Kafka takes the log dir
 // offline for the same reason.
+//
+// A broker may open several Dirs (Kafka's JBOD): Options.OnWriteError
+// tells it when a write in one fails, so it can take that directory
+// offline, and Dir.MoveLog moves an open log to another Dir while it
+// serves, by copying its files into a -future directory and swapping them
+// in under the append lock (dirs_move.go).
 //
 // Retention (retention.go) trims by age and size only logs whose
 // cleanup.policy includes delete (Config.CleanupDelete); DeleteRecords
