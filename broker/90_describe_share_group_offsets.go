@@ -29,10 +29,9 @@ package broker
 // topics null such topics are left out. share.version below 1 is
 // UNSUPPORTED_VERSION for each group (share.go).
 //
-// The state is read through this broker's persister: until the durable
-// share coordinator replaces share.MemoryPersister it is this broker's own
-// memory, so only share-partitions led by the group coordinator's broker
-// are seen.
+// The state is read through this broker's persister
+// (b.shareState().mgr.Persister(): the share coordinator of each key,
+// ReadShareGroupStateSummary), one read per partition.
 
 import (
 	"cmp"
