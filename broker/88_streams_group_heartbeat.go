@@ -45,7 +45,7 @@ func (b *Broker) handleStreamsGroupHeartbeat(ctx context.Context, r *protocol.Re
 		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
 	clientID, host := memberClient(r)
-	resp, create := b.groups.StreamsHeartbeat(ctx, req, clientID, host, b.streamsGroupSettings())
+	resp, create := b.groups.StreamsHeartbeat(ctx, req, clientID, host, b.streamsGroupSettings(req.Group))
 	b.createStreamsInternalTopics(ctx, req.Group, create)
 	return resp, nil
 }

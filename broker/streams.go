@@ -43,15 +43,23 @@ func (b *Broker) registerStreamsHandlers(r quotaRouter) {
 	r.Register(93, 0, 0, b.handleStreamsGroupTopologyDescriptionUpdate) // 93_streams_group_topology_description_update.go
 }
 
-// streamsGroupSettings returns the settings streams groups run with: the
-// broker's group.streams.* values (a group's own streams.* group configs
-// may only hold their defaults so far, config/group_keys.go).
-func (b *Broker) streamsGroupSettings() groups.StreamsGroupSettings {
+// streamsGroupSettings returns the settings a streams group runs with
+// now: its streams.session.timeout.ms, streams.heartbeat.interval.ms and
+// streams.num.standby.replicas group configs where set, else the broker's
+// group.streams.* values. The heartbeat handler reads them on every
+// heartbeat, so a change applies from each member's next heartbeat (a new
+// standby count at the group's next assignment).
+func (b *Broker) streamsGroupSettings(group string) groups.StreamsGroupSettings {
 	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
+	var set map[string]string
+	if img := b.metadata(); img != nil {
+		set = img.GroupConfigs[group]
+	}
+	t := b.cfg.StreamsGroupTimeouts(set)
 	return groups.StreamsGroupSettings{
-		SessionTimeout:           ms(b.cfg.StreamsGroupSessionTimeoutMs),
-		HeartbeatInterval:        ms(b.cfg.StreamsGroupHeartbeatMs),
-		NumStandbyReplicas:       int(b.cfg.StreamsGroupNumStandbyReplicas),
+		SessionTimeout:           ms(t.SessionTimeoutMs),
+		HeartbeatInterval:        ms(t.HeartbeatIntervalMs),
+		NumStandbyReplicas:       int(b.cfg.StreamsGroupStandbyReplicas(set)),
 		MaxGroupSize:             int(b.cfg.StreamsGroupMaxSize),
 		AcceptableRecoveryLag:    10000,            // Kafka's internal group.streams.acceptable.recovery.lag
 		TaskOffsetInterval:       60 * time.Second, // Kafka's internal group.streams.task.offset.interval.ms

@@ -30,6 +30,7 @@ type streamsMember struct {
 	changelog   string // the topology's changelog topic
 	epoch       int32
 	active      []int32 // partitions of subtopology "0"
+	standby     []int32 // standby partitions of subtopology "0"
 	status      []int8
 }
 
@@ -98,13 +99,19 @@ func (m *streamsMember) beat(ctx context.Context, cl *kgo.Client, group string) 
 		m.status = append(m.status, s.StatusCode)
 	}
 	if resp.ActiveTasks != nil {
-		m.active = []int32{}
+		m.active, m.standby = []int32{}, []int32{}
 		for _, t := range resp.ActiveTasks {
 			if t.SubtopologyID == "0" {
 				m.active = append(m.active, t.Partitions...)
 			}
 		}
+		for _, t := range resp.StandbyTasks {
+			if t.SubtopologyID == "0" {
+				m.standby = append(m.standby, t.Partitions...)
+			}
+		}
 		slices.Sort(m.active)
+		slices.Sort(m.standby)
 	}
 	return resp, nil
 }
@@ -427,4 +434,33 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 	if d := streamsDescribe(ctx, t, cl, group); d.State != "Stable" || len(d.Members) != 2 {
 		t.Fatalf("describe on the new coordinator: %+v", d)
 	}
+}
+
+// TestStreamsGroupStandbyReplicas: the group config
+// streams.num.standby.replicas (KIP-1071's group-level setting) gives each
+// task a standby on the other process: two members of two processes each
+// hold half the tasks active and the other half as standbys.
+func TestStreamsGroupStandbyReplicas(t *testing.T) {
+	n := streamsNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := n.Client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 4, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	const group = "standby-app"
+	if code, msg := alterGroupConfigs(t, cl, group, false, "set:streams.num.standby.replicas=1"); code != 0 {
+		t.Fatalf("set streams.num.standby.replicas: %v (%s)", kerr.ErrorForCode(code), msg)
+	}
+	a := &streamsMember{id: "a", process: "p1", source: "in", changelog: "standby-app-store-changelog"}
+	b := &streamsMember{id: "b", process: "p2", source: "in", changelog: "standby-app-store-changelog"}
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		a.beatOK(ctx, t, cl, group)
+		b.beatOK(ctx, t, cl, group)
+		if len(a.active) != 2 || len(b.active) != 2 || !slices.Equal(a.standby, b.active) || !slices.Equal(b.standby, a.active) {
+			return fmt.Errorf("a active %v standby %v, b active %v standby %v", a.active, a.standby, b.active, b.standby)
+		}
+		return nil
+	})
 }

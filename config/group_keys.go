@@ -44,8 +44,9 @@ const (
 	// GroupShareOnly keys configure a part of share groups (KIP-932) that
 	// sluice does not have yet: only the default may be set.
 	GroupShareOnly
-	// GroupStreamsOnly keys configure streams groups (KIP-1071), which
-	// sluice does not have yet: only the default may be set.
+	// GroupStreamsOnly keys configure a part of streams groups
+	// (KIP-1071) that sluice does not have yet: only the default may be
+	// set.
 	GroupStreamsOnly
 	// GroupNotYet keys configure a consumer group feature sluice does not
 	// have yet: only the default may be set.
@@ -159,11 +160,11 @@ var groupKeyList = []GroupKey{
 		Doc: "The interval between assignment updates for a share group.", check: groupAtLeast(0)},
 	{Name: "share.assignor.offload.enable", Type: TypeBoolean, Default: "true", BrokerSynonym: "group.share.assignor.offload.enable", Internal: true, Support: GroupShareOnly,
 		Doc: "Whether share group assignment runs on a background thread."},
-	{Name: "streams.session.timeout.ms", Type: TypeInt, Default: "45000", BrokerSynonym: "group.streams.session.timeout.ms", Support: GroupStreamsOnly,
+	{Name: "streams.session.timeout.ms", Type: TypeInt, Default: "45000", BrokerSynonym: "group.streams.session.timeout.ms", Support: GroupEnforced,
 		Doc: "The session timeout of streams group members.", check: groupAtLeast(1)},
-	{Name: "streams.heartbeat.interval.ms", Type: TypeInt, Default: "5000", BrokerSynonym: "group.streams.heartbeat.interval.ms", Support: GroupStreamsOnly,
+	{Name: "streams.heartbeat.interval.ms", Type: TypeInt, Default: "5000", BrokerSynonym: "group.streams.heartbeat.interval.ms", Support: GroupEnforced,
 		Doc: "The heartbeat interval given to streams group members.", check: groupAtLeast(1)},
-	{Name: "streams.num.standby.replicas", Type: TypeInt, Default: "0", BrokerSynonym: "group.streams.num.standby.replicas", Support: GroupStreamsOnly,
+	{Name: "streams.num.standby.replicas", Type: TypeInt, Default: "0", BrokerSynonym: "group.streams.num.standby.replicas", Support: GroupEnforced,
 		Doc: "The number of standby replicas of each task.", check: groupAtLeast(0)},
 	{Name: "streams.initial.rebalance.delay.ms", Type: TypeInt, Default: "3000", BrokerSynonym: "group.streams.initial.rebalance.delay.ms", Support: GroupStreamsOnly,
 		Doc: "How long a new streams group waits for more members before its first assignment.", check: groupAtLeast(0)},
@@ -260,7 +261,7 @@ func (k *GroupKey) unsupported(def string) error {
 	case GroupShareOnly:
 		return groupErrorf("%s cannot be set: this share group (KIP-932) setting is not supported by sluice yet, so only its default %q may be set", k.Name, def)
 	case GroupStreamsOnly:
-		return groupErrorf("%s cannot be set: streams groups (KIP-1071) are not supported by sluice yet, so only its default %q may be set", k.Name, def)
+		return groupErrorf("%s cannot be set: this streams group (KIP-1071) setting is not supported by sluice yet, so only its default %q may be set", k.Name, def)
 	}
 	return groupErrorf("%s is not supported by sluice yet (%s), so only its default %q may be set", k.Name, k.NotYet, def)
 }
@@ -381,6 +382,7 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 
 	t := b.ConsumerGroupTimeouts(parsed)
 	st := b.ShareGroupTimeouts(parsed)
+	sst := b.StreamsGroupTimeouts(parsed) // group_streams.go
 	bounds := []struct {
 		key, minKey, maxKey string
 		value, min, max     int32
@@ -389,6 +391,9 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 		{"consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", t.SessionTimeoutMs, b.ConsumerGroupMinSessionTimeoutMs, b.ConsumerGroupMaxSessionTimeoutMs},
 		{"share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", st.HeartbeatIntervalMs, b.ShareGroupMinHeartbeatMs, b.ShareGroupMaxHeartbeatMs},
 		{"share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", st.SessionTimeoutMs, b.ShareGroupMinSessionTimeoutMs, b.ShareGroupMaxSessionTimeoutMs},
+		{"streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms", sst.HeartbeatIntervalMs, b.StreamsGroupMinHeartbeatMs, b.StreamsGroupMaxHeartbeatMs},
+		{"streams.session.timeout.ms", "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms", sst.SessionTimeoutMs, b.StreamsGroupMinSessionTimeoutMs, b.StreamsGroupMaxSessionTimeoutMs},
+		{"streams.num.standby.replicas", "", "group.streams.max.standby.replicas", b.StreamsGroupStandbyReplicas(parsed), 0, b.StreamsGroupMaxStandbyReplicas},
 	}
 	for _, c := range bounds {
 		if _, set := parsed[c.key]; set && (c.value < c.min || c.value > c.max) {
@@ -397,6 +402,9 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 	}
 	if t.SessionTimeoutMs <= t.HeartbeatIntervalMs {
 		return groupErrorf("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+	}
+	if sst.SessionTimeoutMs <= sst.HeartbeatIntervalMs {
+		return groupErrorf("streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms")
 	}
 	if err := validateSharePartitionKeys(parsed); err != nil {
 		return err

@@ -1,0 +1,38 @@
+package config
+
+// The settings a streams group (KIP-1071) runs with: the broker's
+// group.streams.* values, overridden by the group's own
+// streams.session.timeout.ms, streams.heartbeat.interval.ms and
+// streams.num.standby.replicas group configs (validated within the
+// broker's bounds by ValidateGroup).
+
+import (
+	"strconv"
+	"strings"
+)
+
+// StreamsGroupTimeouts returns the session timeout and heartbeat interval
+// of a streams group with configs groupConfigs: its
+// streams.session.timeout.ms and streams.heartbeat.interval.ms when set and
+// valid, else the broker's group.streams.* values.
+func (b *Broker) StreamsGroupTimeouts(groupConfigs map[string]string) ConsumerGroupTimeouts {
+	t := ConsumerGroupTimeouts{SessionTimeoutMs: b.StreamsGroupSessionTimeoutMs, HeartbeatIntervalMs: b.StreamsGroupHeartbeatMs}
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["streams.session.timeout.ms"]), 10, 32); err == nil && n > 0 {
+		t.SessionTimeoutMs = int32(n)
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["streams.heartbeat.interval.ms"]), 10, 32); err == nil && n > 0 {
+		t.HeartbeatIntervalMs = int32(n)
+	}
+	return t
+}
+
+// StreamsGroupStandbyReplicas returns the standby replicas of each task of
+// a streams group with configs groupConfigs: its
+// streams.num.standby.replicas when set and valid, else the broker's
+// group.streams.num.standby.replicas.
+func (b *Broker) StreamsGroupStandbyReplicas(groupConfigs map[string]string) int32 {
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["streams.num.standby.replicas"]), 10, 32); err == nil && n >= 0 {
+		return int32(n)
+	}
+	return b.StreamsGroupNumStandbyReplicas
+}
