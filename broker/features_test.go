@@ -80,6 +80,7 @@ func TestFeaturesInApiVersions(t *testing.T) {
 		"kraft.version":    {0, 1},
 		"group.version":    {0, 1},
 		"streams.version":  {0, 1},
+		"share.version":    {0, 1},
 	} {
 		if got, ok := v4.supported[name]; !ok || got != want {
 			t.Errorf("supported %s = %v (listed %v), want %v", name, got, ok, want)
@@ -88,11 +89,6 @@ func TestFeaturesInApiVersions(t *testing.T) {
 	tv, ok := v4.supported["transaction.version"]
 	if !ok || tv[0] != 0 || tv[1] < 1 {
 		t.Errorf("supported transaction.version = %v (listed %v), want 0 to at least 1", tv, ok)
-	}
-	for _, name := range []string{"share.version"} {
-		if r, ok := v4.supported[name]; ok {
-			t.Errorf("%s listed as supported %v: sluice does not build it yet", name, r)
-		}
 	}
 	// Every supported feature is finalized at its max on a new cluster,
 	// kraft.version included; level 0 is never listed.
@@ -127,8 +123,8 @@ func TestUpdateFeaturesValidation(t *testing.T) {
 	}{
 		{"unknown feature", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("foo.version", 1, 1)},
 			"Invalid update version 1 for feature foo.version. Local controller 1 does not support this feature."},
-		{"not built yet", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 1, 1)},
-			"Invalid update version 1 for feature share.version. Local controller 1 does not support this feature."},
+		{"above sluice's max", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 2, 1)},
+			"Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1"},
 		{"above the supported max", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 2, 1)},
 			"Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"},
 		{"downgrade as an upgrade", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, 1)},

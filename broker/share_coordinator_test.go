@@ -207,3 +207,29 @@ func findShareCoordinatorOnce(cl *kgo.Client, key string) int32 {
 	}
 	return resp.Coordinators[0].NodeID
 }
+
+// disableShareGroups finalizes share.version at 0 on n's cluster (a new
+// cluster has it at 1, as a new Kafka 4.4 cluster) and waits until n
+// answers with it.
+func disableShareGroups(t *testing.T, n *sluicetest.Node) {
+	t.Helper()
+	resp := updateFeatures(t, n.Addr(), 1, false, featureUpdate("share.version", 0, 2)) // SAFE_DOWNGRADE
+	if resp.ErrorCode != 0 {
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = *resp.ErrorMessage
+		}
+		for _, r := range resp.Results {
+			if r.ErrorMessage != nil {
+				msg += "; " + *r.ErrorMessage
+			}
+		}
+		t.Fatalf("disabling share.version: %v: %s", kerr.ErrorForCode(resp.ErrorCode), msg)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		if got := apiVersionsFeatures(t, n.Addr(), 4).finalized["share.version"]; got != 0 {
+			return fmt.Errorf("share.version still finalized at %d", got)
+		}
+		return nil
+	})
+}

@@ -153,6 +153,7 @@ func sharePartitionsNode(t *testing.T, topic string) (*sluicetest.Node, [16]byte
 
 func TestShareFetchRefusedWithoutShareVersion(t *testing.T) {
 	n, id, _ := sharePartitionsNode(t, "sq-off")
+	disableShareGroups(t, n)
 	m := newShareFetcher(t, n, "g", "m1", id)
 	if resp := m.fetch(m.fetchReq(0)); resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("ShareFetch with share.version 0: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(resp.ErrorCode))

@@ -145,6 +145,7 @@ func shareNode(t *testing.T, extra ...string) *sluicetest.Node {
 // the share-group APIs answer UNSUPPORTED_VERSION, as Kafka's do.
 func TestShareGroupsNeedShareVersion(t *testing.T) {
 	n := sluicetest.Start(t)
+	disableShareGroups(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := n.Client()

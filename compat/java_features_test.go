@@ -27,8 +27,9 @@ import (
 //     no feature Kafka 4.4 does not have, and every feature sluice lists
 //     finalized at its supported max on a new cluster. Then a downgrade
 //     of group.version that survives a restart, the upgrade back, and an
-//     upgrade of a feature sluice does not build (share.version) refused
-//     with Kafka's message, so a client is never told to use it.
+//     upgrade of share.version above sluice's max (2, which Kafka 4.4
+//     supports) refused with Kafka's message, so a client is never told
+//     to use it.
 //   - kafka-features-rf3: three nodes. group.version disabled through
 //     one node is reported by every node's ApiVersions, describe on
 //     another node shows it, and the upgrade back through a third node
@@ -36,8 +37,9 @@ import (
 //
 // Where sluice's describe differs from Kafka 4.4.0's, by design
 // (controller/features.go): transaction.version's max is sluice's (1 until
-// transactions v2 are built), eligible.leader.replicas.version,
-// share.version and streams.version are listed only once built, and
+// transactions v2 are built), share.version's is 1 (Kafka 4.4's is 2),
+// eligible.leader.replicas.version and streams.version are listed only
+// once built, and
 // kraft.version is finalized at 1 (the voter set lives in the metadata log,
 // as with a Kafka quorum formatted with --standalone; a Kafka node formatted
 // with static controller.quorum.voters, as below, reports 0).
@@ -210,12 +212,12 @@ func runJavaFeatures(ctx context.Context, env *rowEnv) error {
 		return err
 	}
 
-	// A feature sluice does not build cannot be finalized: Kafka's
+	// A level sluice does not build cannot be finalized: Kafka's
 	// message, and the tool fails.
-	out, err := kafka44Tool(ctx, env, libs, "kafka-features.sh", "--bootstrap-server", addr, "upgrade", "--feature", "share.version=1")
-	want := "Could not upgrade share.version to 1."
-	if err == nil || !strings.Contains(out+err.Error(), want) || !strings.Contains(out+err.Error(), "does not support this feature") {
-		return fmt.Errorf("upgrade share.version=1: err %v, output %q; want a failure saying %q ... does not support this feature", err, strings.TrimSpace(out), want)
+	out, err := kafka44Tool(ctx, env, libs, "kafka-features.sh", "--bootstrap-server", addr, "upgrade", "--feature", "share.version=2")
+	want := "Could not upgrade share.version to 2."
+	if err == nil || !strings.Contains(out+err.Error(), want) || !strings.Contains(out+err.Error(), "only supports versions 0-1") {
+		return fmt.Errorf("upgrade share.version=2: err %v, output %q; want a failure saying %q ... only supports versions 0-1", err, strings.TrimSpace(out), want)
 	}
 	return nil
 }

@@ -35,7 +35,10 @@ package controller
 //   - eligible.leader.replicas.version 0-1: KIP-966's eligible leader
 //     replicas (elr.go; level 1 needs metadata.version 23, 4.0-IV1), on
 //     by default as on a new Kafka cluster since 4.1.
-//   - share.version 0: share groups (KIP-932) are not built yet.
+//   - share.version 0-1: KIP-932 share groups (groups/share*.go, package
+//     share, the share coordinator on __share_group_state), on by default
+//     as on a new Kafka 4.4 cluster. Kafka 4.4 supports and bootstraps
+//     level 2; sluice's max is 1.
 //   - streams.version 0-1: KIP-1071 streams groups (groups/streams*.go),
 //     on by default as on a new Kafka 4.4 cluster.
 //
@@ -108,15 +111,14 @@ type FeatureRange struct {
 
 // supportedFeatures is what this binary implements, one line per feature
 // (see the file comment). Raise a Max only together with the code that
-// makes the level true, and its tests:
-//   - share.version: 1 (or 2) with share groups.
+// makes the level true, and its tests.
 var supportedFeatures = []FeatureRange{
 	{FeatureMetadataVersion, 7, 33},
 	{FeatureKRaftVersion, 0, 1},
 	{FeatureTransactionVersion, 0, 2},
 	{FeatureGroupVersion, 0, 1},
 	{FeatureELRVersion, 0, 1},
-	{FeatureShareVersion, 0, 0},
+	{FeatureShareVersion, 0, 1},
 	{FeatureStreamsVersion, 0, 1},
 }
 

@@ -1,8 +1,9 @@
 // Package share is the partition-leader side of share groups (KIP-932,
 // Kafka 4.4's semantics): per (share group, topic partition) the
 // share-partition state that ShareFetch (78) and ShareAcknowledge (79)
-// work on, the share sessions those requests form, and the persister that
-// keeps the state for the partition's next leader.
+// work on, the share sessions those requests form, and the share
+// coordinator that keeps the state in __share_group_state for the
+// partition's next leader.
 //
 // What it owns:
 //
@@ -21,7 +22,12 @@
 //     group.share.max.share.sessions).
 //   - persister.go: the Persister interface, with the operations of
 //     Kafka's persister (Initialize / Read / Write / Delete / ReadSummary
-//     share-group state), and MemoryPersister.
+//     share-group state), and MemoryPersister (tests and tools).
+//   - coordinator.go, coordinator_load.go: the share coordinator, which
+//     keeps the state in the internal topic __share_group_state, one
+//     Coordinator per broker serving the state partitions it leads.
+//   - records.go: the ShareSnapshot and ShareUpdate records of
+//     __share_group_state, in Kafka's layouts.
 //
 // The group side (ShareGroupHeartbeat / ShareGroupDescribe, membership and
 // assignment) is groups/share*.go; the request handlers are
@@ -30,24 +36,49 @@
 // offset under share.isolation.level=read_committed) and map this
 // package's errors to Kafka's codes.
 //
-// # What survives a failure today
+// # The share coordinator and what survives a failure
 //
-// The broker uses MemoryPersister: share-partition state lives in the
-// leader's memory only. Nothing survives a leader failover or a restart:
-// a new leader (or the restarted broker) finds no state and starts each
-// share-partition afresh at share.auto.offset.reset (latest by default),
-// so records that were in flight or not yet fetched when the old leader
-// died are not delivered to the group (with latest), or are delivered
-// again from the log start (with earliest). A leadership change on a live
-// broker drops its share-partitions of that partition (the new leader
-// epoch is seen at the next fetch); records that members held are
-// neither acknowledged nor redelivered by the old leader. A broker that
-// becomes the leader again reloads what its own MemoryPersister kept from
-// its earlier leadership, which may be older than what the leader in
-// between did: records are then delivered again. Within one
-// leader's life, delivery is at least once as KIP-932 promises: a record
-// is redelivered until it is acknowledged, rejected or has been delivered
-// share.delivery.count.limit times.
+// The state of a share-partition is kept, as in Kafka, in the internal
+// topic __share_group_state (share.coordinator.state.topic.num.partitions
+// partitions, 50, replication factor 3 capped by the live brokers,
+// min.insync.replicas 2, cleanup.policy=delete), served by the share
+// coordinator: the leader of the state partition the key
+// "group:topicId:partition" hashes to (FindCoordinator key type 2). Each
+// broker's Coordinator (coordinator.go) serves the state partitions it
+// leads, rebuilt from their records when it becomes their leader
+// (COORDINATOR_LOAD_IN_PROGRESS until then, NOT_COORDINATOR for a
+// partition it does not lead). The records are Kafka's: ShareSnapshot
+// (key type 0: the whole state) and ShareUpdate (key type 1: batches
+// merged over it), a new snapshot every
+// share.coordinator.snapshot.update.records.per.snapshot updates (500),
+// so a load reads at most one snapshot and its updates per key. Writes
+// carry the partition leader's epoch and the state epoch: a stale leader
+// is fenced (FENCED_LEADER_EPOCH), as is a write of a state reset since
+// (FENCED_STATE_EPOCH); a read by a new leader records its epoch first.
+// The broker serves the coordinator with InitializeShareGroupState (83),
+// ReadShareGroupState (84), WriteShareGroupState (85),
+// DeleteShareGroupState (86) and ReadShareGroupStateSummary (87),
+// cluster-action only, and its persister (broker/
+// share_coordinator_persister.go) finds the coordinator of a key and
+// sends it the request, retrying NOT_COORDINATOR and
+// COORDINATOR_LOAD_IN_PROGRESS after a new lookup. The group coordinator
+// initializes the state of a partition (start offset -1) before it
+// assigns it to a share group's members.
+//
+// Write-before-apply (partition.go): a share-partition changes its state
+// — an acquisition (and its delivery count), an acknowledgement, a
+// release, an expired lock — only once the write of the new state
+// succeeded; a write that failed, or whose outcome is unknown, undoes the
+// change, fails the request, and has the share-partition read its state
+// again. So what survives the death of the share coordinator, of the
+// partition leader, or of both, is everything a client was told
+// succeeded: an acknowledged record is never delivered again, and a
+// record acquired but not acknowledged is delivered again (at least
+// once, as KIP-932 promises), its delivery count kept, by the new
+// leader, which finds the state the old one wrote. The locks of acquired
+// records do not survive a leader change: their records become AVAILABLE
+// at once. A record is redelivered until it is acknowledged, rejected or
+// has been delivered share.delivery.count.limit times.
 //
 // A member's acquired records are released when its share session closes
 // (ShareFetch / ShareAcknowledge with epoch -1) or when the connection
@@ -55,53 +86,23 @@
 // connection disconnect; a member that is fenced or leaves the group
 // without closing its session keeps its locks until they expire.
 //
-// # The durable share coordinator (next step)
-//
-// Kafka keeps the state in the compacted internal topic
-// __share_group_state (50 partitions by default,
-// share.coordinator.state.topic.num.partitions, replication factor
-// share.coordinator.state.topic.replication.factor), served by the share
-// coordinator, the leader of the state partition the key
-// "group:topicId:partition" hashes to (FindCoordinator key type 2). The
-// design sluice will follow:
-//
-//   - A ShareCoordinator in this package (coordinator.go), one per state
-//     partition this broker leads, rebuilt from the partition's records on
-//     becoming its leader, as groups/ rebuilds from __consumer_offsets.
-//     Records are Kafka's: ShareSnapshot (key type 0: group, topic id,
-//     partition; value: snapshot epoch, state epoch, leader epoch, start
-//     offset, state batches) and ShareUpdate (key type 1: the batches that
-//     changed since the snapshot), a new snapshot every
-//     share.coordinator.snapshot.update.records.per.snapshot updates
-//     (default 500), so a load reads at most one snapshot and its updates
-//     per key.
-//   - The broker handlers of InitializeShareGroupState (83),
-//     ReadShareGroupState (84), WriteShareGroupState (85),
-//     DeleteShareGroupState (86) and ReadShareGroupStateSummary (87),
-//     cluster-action only, on the control or client listener as Kafka.
-//   - A network persister implementing Persister: FindCoordinator for the
-//     key, then the RPC; writes carry the leader epoch and state epoch so
-//     the coordinator fences a stale leader (FENCED_LEADER_EPOCH) and a
-//     reset group (FENCED_STATE_EPOCH); NOT_COORDINATOR and
-//     COORDINATOR_LOAD_IN_PROGRESS are retried after a new lookup.
-//   - Write-before-apply: a share-partition must change its state only
-//     after the write succeeded (Kafka's startStateTransition /
-//     completeStateTransition with rollback), so an acknowledgement a
-//     client saw succeed is never lost. Acquisitions are persisted too, so
-//     delivery counts survive (Kafka persists them lazily and may count one
-//     delivery short after a failover; at-least-once either way).
-//   - The group coordinator initializes state (InitializeShareGroupState
-//     with start offset -1) when it first assigns a partition, deletes it
-//     on DeleteGroups / DeleteShareGroupOffsets and sets it on
-//     AlterShareGroupOffsets, bumping the state epoch.
-//
-// sluice differs from Kafka, today, in: persistence (above); writes are
-// made after every change, not batched; an acknowledgement batch list
-// must be in offset order without overlaps (INVALID_REQUEST otherwise);
-// and loaded share-partitions are not evicted: a broker holds one per
-// (group, partition) it has served since it became the partition's
-// leader, each at most 2 × share.partition.max.record.locks offsets
-// (Kafka bounds the groups, group.share.max.groups, at the coordinator).
+// sluice differs from Kafka, today, in: writes are made after every
+// change, not batched, and each carries the whole in-flight window (Kafka
+// writes the batches that changed, and persists acquisitions lazily); the
+// coordinator serialises the writes of one state partition; it neither
+// prunes __share_group_state nor snapshots cold share-partitions (Kafka
+// deletes records below the oldest snapshot still needed and rewrites
+// idle keys' snapshots), so the topic grows with every write until its
+// retention (retention.ms, 7 days by default, removes old segments: the
+// state of a share-partition not written to for longer than that is
+// lost, and it starts again from share.auto.offset.reset); an
+// acknowledgement batch list must be in offset order without overlaps
+// (INVALID_REQUEST otherwise); share.version's supported max is 1 (Kafka
+// 4.4's is 2); and loaded share-partitions are not evicted: a broker
+// holds one per (group, partition) it has served since it became the
+// partition's leader, each at most 2 × share.partition.max.record.locks
+// offsets (Kafka bounds the groups, group.share.max.groups, at the
+// coordinator).
 //
 // # Tests
 //
@@ -109,5 +110,8 @@
 // fixed clock; broker/share_*_test.go drive ShareFetch and
 // ShareAcknowledge on real nodes with raw requests, franz-go's share
 // consumer (kgo.ShareGroup) with two members, a leader failover on three
-// nodes, read_committed, authorization and RENEW.
+// nodes, read_committed, authorization and RENEW; records_test.go and
+// persister_test.go the record formats and write-before-apply;
+// broker/share_coordinator_test.go kills the share coordinator and the
+// partition leader under franz-go's share consumer on three nodes.
 package share

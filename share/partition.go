@@ -40,7 +40,9 @@ package share
 //
 // Lock order: Partition.mu, then Manager.mu (the manager never takes a
 // partition's lock while holding its own); the persister is called with
-// Partition.mu held (the in-memory one never blocks).
+// Partition.mu held, so a durable write (a round trip to the share
+// coordinator, which replicates it) holds the share-partition for its
+// duration: that is what makes the write come before the change is seen.
 
 import (
 	"context"
