@@ -192,3 +192,55 @@ func TestAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	}
 	readBack(t, n, topic, acked)
 }
+
+// TestReassignToNamedLogDir: the order kafka-reassign-partitions.sh uses
+// for "log_dirs" naming a directory on a node that does not hold the
+// replica yet: AlterReplicaLogDirs first answers REPLICA_NOT_AVAILABLE and
+// remembers the directory, the reassignment then creates the replica there
+// (not in the first directory, where placement alone would put it on an
+// empty node), and the same request now answers NONE.
+func TestReassignToNamedLogDir(t *testing.T) {
+	c := sluicetest.StartCluster(t, 2, jbodDirs)
+	c.WaitForBrokers(2)
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	const topic = "to-named-dir"
+	createAssigned(t, cl, topic, []int32{1}, nil)
+	produceTo(t, cl, topic, 1, 30)
+
+	want := filepath.Join(c.Node(2).Dir, "d2")
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(want, kadm.TopicsSet{topic: {0: {}}})
+	alter := func() error {
+		resps, err := adm.AlterBrokerReplicaLogDirs(ctx, 2, req)
+		if err != nil {
+			t.Fatalf("alter replica log dirs: %v", err)
+		}
+		var first error
+		resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+			if first == nil {
+				first = r.Err
+			}
+		})
+		return first
+	}
+	if err := alter(); !errors.Is(err, kerr.ReplicaNotAvailable) {
+		t.Fatalf("before the reassignment: %v, want REPLICA_NOT_AVAILABLE", err)
+	}
+	var move kadm.AlterPartitionAssignmentsReq
+	move.Assign(topic, 0, []int32{2})
+	if _, err := adm.AlterPartitionAssignments(ctx, move); err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if got := partitionsIn(describeBrokerDirs(t, adm, 2), topic); len(got[want]) != 1 {
+			return fmt.Errorf("node 2 holds %s in %v, want %s", topic, got, want)
+		}
+		return nil
+	})
+	if err := alter(); err != nil {
+		t.Fatalf("after the reassignment: %v, want no error", err)
+	}
+	checkPartition(t, c.Node(2), topic, 0, 30)
+}
