@@ -2,7 +2,7 @@ package broker
 
 // A log directory failing while the node runs (JBOD, KIP-858): a write,
 // flush or checkpoint in it fails with an I/O error (logstore's
-// OnWriteError, or a storage error from a periodic job). As Kafka's
+// OnStorageError, or a storage error from a periodic job). As Kafka's
 // LogDirFailureChannel does, only that directory goes offline: its
 // replicas stop being served here (KAFKA_STORAGE_ERROR: hostedReplica
 // finds them offline), their logs are closed where they are (files kept

@@ -110,7 +110,7 @@ func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*l
 		ld := &logDir{path: abs}
 		s.dirs = append(s.dirs, ld)
 		dirOpts := opts
-		dirOpts.OnWriteError = func(tp logstore.TopicPartition, err error) { s.failDir(ld, err) }
+		dirOpts.OnStorageError = func(tp logstore.TopicPartition, err error) { s.failDir(ld, err) }
 		d, err := logstore.OpenDir(p, dirOpts)
 		if err == nil {
 			ld.id, err = readDirectoryID(abs)

@@ -22,24 +22,25 @@ type Options struct {
 	FS     FS
 	Now    func() time.Time
 	Logger *slog.Logger
-	// OnWriteError, if set, is called (once per log, with the log's
-	// append lock held, so it must not block or call into the log) when a
-	// write to a log of the Dir fails and the log turns read-only: the
+	// OnStorageError, if set, is called when a write to a log of the Dir
+	// fails and the log turns read-only (once per log, with the log's
+	// append lock held), or a read of one fails with an I/O error (each
+	// time, without locks). It must not block or call into the log: the
 	// broker takes the directory offline (JBOD, KIP-858).
-	OnWriteError func(tp TopicPartition, err error)
+	OnStorageError func(tp TopicPartition, err error)
 }
 
 // Dir is one log directory (Kafka's log.dirs entry): the partition
 // directories in it plus the per-directory checkpoint files. While open it
 // holds an flock on .lock so two brokers cannot share it.
 type Dir struct {
-	path     string
-	fsys     FS
-	now      func() time.Time
-	logger   *slog.Logger
-	lock     io.Closer
-	hadClean bool
-	onWrite  func(TopicPartition, error)
+	path      string
+	fsys      FS
+	now       func() time.Time
+	logger    *slog.Logger
+	lock      io.Closer
+	hadClean  bool
+	onStorage func(TopicPartition, error)
 
 	ckMu sync.Mutex // serializes checkpoint writes; first in the lock order
 
@@ -82,7 +83,7 @@ type Dir struct {
 // seen as unclean), and removes partition directories whose deletion was
 // interrupted.
 func OpenDir(path string, opts Options) (*Dir, error) {
-	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger, onWrite: opts.OnWriteError,
+	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger, onStorage: opts.OnStorageError,
 		logs: make(map[TopicPartition]*Log), offline: make(map[TopicPartition]error),
 		deletesNoticed: make(chan struct{}, 1)}
 	if d.fsys == nil {
@@ -254,7 +255,9 @@ func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error
 		return nil, err
 	}
 	l.onLogStartChange = d.checkpointLogStartOffsets
-	l.onWriteError = d.onWrite
+	if d.onStorage != nil {
+		l.onStorageError.Store(&d.onStorage)
+	}
 	d.watchDeletes(l)
 	l.lastFlushMs.Store(d.now().UnixMilli())
 	d.logs[tp] = l

@@ -284,7 +284,11 @@ func (m *mover) finish() error {
 	l.fsys = nl.fsys
 	l.segsMu.Unlock()
 	l.onLogStartChange = m.dest.checkpointLogStartOffsets
-	l.onWriteError = m.dest.onWrite
+	if m.dest.onStorage != nil {
+		l.onStorageError.Store(&m.dest.onStorage)
+	} else {
+		l.onStorageError.Store(nil)
+	}
 	m.dest.watchDeletes(l)
 
 	// The Dirs' bookkeeping: the log, its checkpoint values and its

@@ -147,7 +147,7 @@
 // be read is never deleted or recreated empty; Kafka takes the log dir
 // offline for the same reason.
 //
-// A broker may open several Dirs (Kafka's JBOD): Options.OnWriteError
+// A broker may open several Dirs (Kafka's JBOD): Options.OnStorageError
 // tells it when a write in one fails, so it can take that directory
 // offline, and Dir.MoveLog moves an open log to another Dir while it
 // serves, by copying its files into a -future directory and swapping them

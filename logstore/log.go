@@ -183,9 +183,10 @@ type Log struct {
 	// may have moved (file.delete.delay.ms changed); nil for a Log not
 	// opened by a Dir. Renames to *.deleted reach the Dir through fsys.
 	notePendingDelete func()
-	// onWriteError is the Dir's Options.OnWriteError, called once when
-	// writeErr is set; nil for none.
-	onWriteError func(TopicPartition, error)
+	// onStorageError is the Dir's Options.OnStorageError, called once when
+	// writeErr is set and on a read's I/O error; nil for none. Set before
+	// the Log is published (or, by a move, under appendMu).
+	onStorageError atomic.Pointer[func(TopicPartition, error)]
 
 	appendMu       sync.Mutex
 	writeErr       error           // sticky; guarded by appendMu
@@ -228,8 +229,8 @@ func (l *Log) fail(op string, err error) error {
 	if l.writeErr == nil {
 		l.writeErr = werr
 		l.logger.Error("logstore: write failed, partition log is read-only until reopened", "partition", l.tp.String(), "op", op, "err", err)
-		if l.onWriteError != nil {
-			l.onWriteError(l.tp, werr)
+		if f := l.onStorageError.Load(); f != nil {
+			(*f)(l.tp, werr)
 		}
 	}
 	return werr

@@ -38,10 +38,21 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		return ReadResult{FirstOffset: offset}, err
 	}
 	data, err := sl.Bytes()
+	l.noteReadError(err)
 	if err != nil || data == nil {
 		return ReadResult{FirstOffset: offset}, err
 	}
 	return ReadResult{Data: data, FirstOffset: sl.FirstOffset}, nil
+}
+
+// noteReadError reports a read's I/O error to the Dir's OnStorageError.
+func (l *Log) noteReadError(err error) {
+	if err == nil || !errors.Is(err, ErrKafkaStorage) {
+		return
+	}
+	if f := l.onStorageError.Load(); f != nil {
+		(*f)(l.tp, err)
+	}
 }
 
 // readError classifies an error from reading a segment: a file closed under

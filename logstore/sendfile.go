@@ -24,6 +24,7 @@ type Slice struct {
 // and errors, as a range of a segment file.
 func (l *Log) ReadSlice(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Slice, error) {
 	r, err := l.readRange(offset, maxBytes, maxOffset, minOneBatch)
+	l.noteReadError(err)
 	if err != nil || r.size == 0 {
 		return Slice{FirstOffset: offset, NextOffset: offset}, err
 	}
