@@ -144,6 +144,13 @@ func (b *Broker) handleShareFetch(ctx context.Context, r *protocol.Request) (kms
 			connCtx, connID = r.Conn.Context(), r.Conn.ID
 		}
 		session, _, err = s.sessions.Open(key, valid, connID, b.attachShareSession(connCtx, key, connID))
+		if err == nil {
+			// A share-partition loaded before the group's offsets were
+			// altered or deleted loads the new state (share/reset.go).
+			for _, tp := range valid {
+				_ = s.mgr.Revalidate(ctx, share.Key{Group: group, TopicID: tp.TopicID, Partition: tp.Partition})
+			}
+		}
 	case -1:
 		session, err = s.sessions.Close(key)
 	default:

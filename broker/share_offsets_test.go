@@ -408,3 +408,70 @@ func TestShareGroupOffsetsNeedShareVersion(t *testing.T) {
 		t.Fatalf("DescribeShareGroupOffsets: %v", err)
 	}
 }
+
+// On three nodes, with the partition led by another node than the group
+// coordinator: a share-partition the leader loaded before the group's
+// offsets were altered serves the altered start offset to the next
+// consumer, though the alter happened on the coordinator; after a delete
+// the next consumer starts afresh (share.auto.offset.reset=earliest).
+// Without share.Manager.Revalidate at the opening of a share session the
+// leader kept serving its old state.
+func TestShareGroupOffsetsAlterReachesRemoteLeader(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic, group = "sq-remote-alter", "sg-remote-alter"
+	c := sluicetest.StartCluster(t, 3)
+	cl := clusterClient(c)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var coordinator int32
+	for ctx.Err() == nil {
+		r := adm.FindGroupCoordinators(ctx, group)[group]
+		if r.Err == nil {
+			coordinator = r.NodeID
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	leader := coordinator%3 + 1
+	createAssigned(t, cl, topic, []int32{leader}, nil)
+	mustAlterGroupConfigs(t, cl, group, "set:share.auto.offset.reset=earliest")
+	if err := produce(cl, topic, valuesN("r", 10)...); err != nil {
+		t.Fatal(err)
+	}
+	consume := func(want int) []int64 {
+		t.Helper()
+		m := clusterClient(c, kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+		defer m.Close()
+		var got []int64
+		cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+		defer ccancel()
+		for len(got) < want && cctx.Err() == nil {
+			for _, r := range m.PollRecords(cctx, 100).Records() {
+				r.Ack(kgo.AckAccept)
+				got = append(got, r.Offset)
+			}
+		}
+		_ = m.FlushAcks(cctx)
+		return got
+	}
+	if got := consume(10); len(got) != 10 {
+		t.Fatalf("first consumer got %v", got)
+	}
+	waitShareGroupEmpty(t, adm, group)
+	rs, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{topic: {0: {At: 4}}})
+	if err != nil || rs.Error() != nil {
+		t.Fatalf("AlterShareGroupOffsets: %v %v", err, rs)
+	}
+	if got := consume(6); len(got) != 6 || got[0] != 4 {
+		t.Fatalf("after the alter the next consumer got %v, want offsets 4-9", got)
+	}
+	waitShareGroupEmpty(t, adm, group)
+	drs, err := adm.DeleteShareGroupOffsets(ctx, group, topic)
+	if err != nil || drs.Error() != nil {
+		t.Fatalf("DeleteShareGroupOffsets: %v %v", err, drs)
+	}
+	if got := consume(10); len(got) != 10 || got[0] != 0 {
+		t.Fatalf("after the delete the next consumer got %v, want offsets 0-9 (earliest)", got)
+	}
+}
