@@ -24,9 +24,10 @@ package broker
 // holds. sluice uses the greater of the group epoch and one more than the
 // epoch it holds, so that the epoch always moves and a share-partition
 // still loaded with the old state (on the partition leader) is fenced at
-// its next write (FENCED_STATE_EPOCH) and loads the new state. This
-// broker's own loaded share-partition of the key is dropped at once
-// (share.Manager.Forget).
+// its next write (FENCED_STATE_EPOCH) and loads the new state; one with
+// nothing to write loads it when the next member opens its share session
+// (share.Manager.Revalidate in ShareFetch). This broker's own loaded
+// share-partition of the key is dropped at once (share.Manager.Forget).
 
 import (
 	"context"

@@ -11,7 +11,8 @@ package broker
 // not exist, or whose state the group never initialized, is
 // UNKNOWN_TOPIC_OR_PARTITION (groups.DeleteShareOffsets). This broker's
 // loaded share-partitions of the deleted keys are dropped
-// (share.Manager.Forget).
+// (share.Manager.Forget); a partition leader elsewhere drops its own when
+// the next member opens its share session (share.Manager.Revalidate).
 //
 // Authorization as Kafka's KafkaApis: DELETE on the group
 // (GROUP_AUTHORIZATION_FAILED for the whole request), READ on each topic
