@@ -6,9 +6,11 @@ package broker
 // (FindCoordinator key type 2). reconcileShareCoordinator tells the
 // coordinator which of those partitions this node leads after every
 // metadata change; runShareCoordinator, a goroutine owned by the broker,
-// replays newly led partitions. The coordinator reaches its partitions
+// replays newly led partitions and runs the coordinator's maintenance
+// (cold snapshots, pruning). The coordinator reaches its partitions
 // through shareStateLog: appends as leader that wait for the high
-// watermark, reads below it once a new leader has caught up.
+// watermark, reads below it once a new leader has caught up, and the log
+// start offset moved up as DeleteRecords moves it.
 //
 // The topic is created on first use, as Kafka's share coordinator does:
 // share.coordinator.state.topic.num.partitions partitions (50),
@@ -54,6 +56,11 @@ const (
 	// shareStateWriteTimeout bounds the replication of one
 	// __share_group_state record (share.coordinator.write.timeout.ms).
 	shareStateWriteTimeout = 5 * time.Second
+	// shareStateMaintainInterval is how often cold share-partitions get
+	// a new snapshot and the state partitions are pruned (Kafka's
+	// share.coordinator.cold.partition.snapshot.interval.ms and
+	// share.coordinator.state.topic.prune.interval.ms, 5 minutes).
+	shareStateMaintainInterval = 5 * time.Minute
 	// shareStateReadBytes bounds one read while loading
 	// (share.coordinator.load.buffer.size).
 	shareStateReadBytes = 5 << 20
@@ -81,16 +88,23 @@ func (b *Broker) reconcileShareCoordinator(img *controller.Image) {
 }
 
 // runShareCoordinator loads newly led state partitions until ctx ends,
-// retrying a failed load.
+// retrying a failed load, and every shareStateMaintainInterval snapshots
+// cold share-partitions and prunes the state partitions
+// (share.Coordinator.Maintain).
 func (b *Broker) runShareCoordinator(ctx context.Context) {
 	c := b.shareCoordinator()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	maintain := time.NewTicker(shareStateMaintainInterval)
+	defer maintain.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-maintain.C:
+			c.Maintain(ctx, shareStateMaintainInterval)
+			continue
 		case <-c.LoadSignal():
 		case <-retry.C:
 		}
@@ -117,24 +131,24 @@ type shareStateLog struct{ b *Broker }
 
 var errShareStateTimeout = errors.New("broker: __share_group_state append not replicated within share.coordinator.write.timeout.ms")
 
-func (l shareStateLog) Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error {
+func (l shareStateLog) Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) (int64, error) {
 	b := l.b
 	p := b.partition(logstore.TopicPartition{Topic: shareStateTopicName, Partition: partition})
 	if p == nil {
-		return share.ErrNotCoordinator
+		return 0, share.ErrNotCoordinator
 	}
 	if leader, epoch := p.state(); leader != b.cfg.NodeID || epoch != leaderEpoch {
-		return share.ErrNotCoordinator
+		return 0, share.ErrNotCoordinator
 	}
 	if !p.enoughInsync() {
-		return kerr.NotEnoughReplicas
+		return 0, kerr.NotEnoughReplicas
 	}
 	res, err := p.log.AppendAsLeader(batch, leaderEpoch)
 	if err != nil {
 		if errors.Is(err, logstore.ErrLogClosed) {
-			return share.ErrNotCoordinator
+			return 0, share.ErrNotCoordinator
 		}
-		return fmt.Errorf("broker: __share_group_state append: %w", err)
+		return 0, fmt.Errorf("broker: __share_group_state append: %w", err)
 	}
 	p.appendedAsLeader(b.cfg.NodeID)
 	deadline := time.NewTimer(shareStateWriteTimeout)
@@ -143,11 +157,11 @@ func (l shareStateLog) Append(ctx context.Context, partition, leaderEpoch int32,
 		if leader, epoch := p.state(); leader != b.cfg.NodeID || epoch != leaderEpoch {
 			// The record may yet be replicated by the next leader:
 			// not a plain refusal, the coordinator reloads.
-			return fmt.Errorf("%w: leadership moved during the append", errShareStateTimeout)
+			return 0, fmt.Errorf("%w: leadership moved during the append", errShareStateTimeout)
 		}
-		return errShareStateTimeout
+		return 0, errShareStateTimeout
 	}
-	return nil
+	return res.LastOffset, nil
 }
 
 func (l shareStateLog) Read(ctx context.Context, partition int32, offset int64) ([]byte, int64, error) {
@@ -171,6 +185,28 @@ func (l shareStateLog) Read(ctx context.Context, partition int32, offset int64) 
 		return nil, hw, err
 	}
 	return logstore.DecompressBatches(res.Data), hw, nil
+}
+
+// Prune moves the log start offset of a state partition this node leads
+// up to offset (at most its high watermark), as DeleteRecords does; the
+// followers follow it.
+func (l shareStateLog) Prune(_ context.Context, partition, leaderEpoch int32, offset int64) error {
+	p := l.b.partition(logstore.TopicPartition{Topic: shareStateTopicName, Partition: partition})
+	if p == nil {
+		return share.ErrNotCoordinator
+	}
+	if leader, epoch := p.state(); leader != l.b.cfg.NodeID || epoch != leaderEpoch {
+		return share.ErrNotCoordinator
+	}
+	offset = min(offset, p.highWatermark())
+	if offset <= p.log.LogStartOffset() {
+		return nil
+	}
+	if _, err := p.log.DeleteRecordsBefore(offset); err != nil {
+		return err
+	}
+	p.wake()
+	return nil
 }
 
 // shareCoordinatorErrorCode maps the share coordinator's errors to

@@ -21,11 +21,15 @@ package share
 // one of an older state epoch too (ErrFencedStateEpoch); a read with a
 // newer leader epoch records it, fencing the old leader's later writes.
 //
+// Maintain, every 5 minutes, writes a new snapshot of each share-partition
+// that had no record for that long (Kafka's cold-partition snapshots) and
+// deletes the records below the oldest snapshot still needed (Kafka's
+// pruning), so the topic holds about one snapshot and its updates per
+// share-partition and its retention never removes a live one.
+//
 // sluice differs from Kafka's share coordinator in: it serialises the
 // writes of one state partition (Kafka batches them,
-// share.coordinator.append.linger.ms); it does not prune the topic
-// (Kafka deletes records below the oldest snapshot still needed) nor write
-// snapshots of cold partitions.
+// share.coordinator.append.linger.ms).
 
 import (
 	"cmp"
@@ -58,13 +62,17 @@ var (
 // broker leads.
 type StateLog interface {
 	// Append appends one batch as leader of partition at leaderEpoch
-	// and returns once it is replicated (acks=all); ErrNotCoordinator
-	// when the broker no longer leads partition at that epoch.
-	Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) error
+	// and returns its last offset once it is replicated (acks=all);
+	// ErrNotCoordinator when the broker no longer leads partition at
+	// that epoch.
+	Append(ctx context.Context, partition, leaderEpoch int32, batch []byte) (int64, error)
 	// Read returns the batches of partition from offset on, below the
 	// high watermark, and the high watermark; it waits first until a
 	// new leader's high watermark covers what the old leader committed.
 	Read(ctx context.Context, partition int32, offset int64) (data []byte, hw int64, err error)
+	// Prune deletes the records of partition below offset (its log
+	// start offset moves up to it), as leader at leaderEpoch.
+	Prune(ctx context.Context, partition, leaderEpoch int32, offset int64) error
 }
 
 // CoordinatorConfig configures a Coordinator.
@@ -97,6 +105,9 @@ type statePartition struct {
 	// wmu serialises the changes of the partition: append, then apply.
 	wmu  sync.Mutex
 	keys map[Key]*keyState // guarded by wmu once loaded
+	// end is the offset after the last record read or appended, pruned
+	// the offset the records below which were deleted; guarded by wmu.
+	end, pruned int64
 }
 
 // keyState is the coordinator's state of one share-partition.
@@ -105,6 +116,8 @@ type keyState struct {
 	snapshotEpoch int32
 	updates       int // update records since the last snapshot
 	createTime    int64
+	snapOffset    int64 // offset of the last snapshot record
+	lastWrite     int64 // unix ms of the last record (of its load, for a loaded key)
 }
 
 // NewCoordinator returns a Coordinator that leads no partition yet.
@@ -233,7 +246,8 @@ func (c *Coordinator) begin(key Key) (*statePartition, error) {
 func (c *Coordinator) appendRecord(ctx context.Context, sp *statePartition, r *stateRecord) error {
 	now := c.cfg.Now().UnixMilli()
 	batch := buildStateBatch(encodeStateKey(r.typ, r.key), encodeStateValue(r), now)
-	if err := c.log.Append(ctx, sp.index, sp.epoch, batch); err != nil {
+	offset, err := c.log.Append(ctx, sp.index, sp.epoch, batch)
+	if err != nil {
 		if !errors.Is(err, ErrNotCoordinator) {
 			c.mu.Lock()
 			if c.parts[sp.index] == sp {
@@ -244,7 +258,8 @@ func (c *Coordinator) appendRecord(ctx context.Context, sp *statePartition, r *s
 		}
 		return err
 	}
-	applyRecord(sp.keys, r)
+	applyRecord(sp.keys, r, offset, now)
+	sp.end = max(sp.end, offset+1)
 	return nil
 }
 
@@ -384,8 +399,9 @@ func DeliveryCompleteCount(st PartitionState) int32 {
 	return int32(min(max(n, 0), 1<<31-1))
 }
 
-// applyRecord applies one record, read back at a load or just appended.
-func applyRecord(keys map[Key]*keyState, r *stateRecord) {
+// applyRecord applies one record, at offset, read back at a load or just
+// appended at now (unix ms).
+func applyRecord(keys map[Key]*keyState, r *stateRecord, offset, now int64) {
 	if r.tombstone {
 		delete(keys, r.key)
 		return
@@ -396,6 +412,8 @@ func applyRecord(keys map[Key]*keyState, r *stateRecord) {
 			st:            PartitionState{StartOffset: r.startOffset, StateEpoch: r.stateEpoch, LeaderEpoch: r.leaderEpoch, Batches: r.batches},
 			snapshotEpoch: r.snapshotEpoch,
 			createTime:    r.createTime,
+			snapOffset:    offset,
+			lastWrite:     now,
 		}
 		return
 	}
@@ -405,6 +423,64 @@ func applyRecord(keys map[Key]*keyState, r *stateRecord) {
 	upd := PartitionState{StartOffset: r.startOffset, StateEpoch: ks.st.StateEpoch, LeaderEpoch: r.leaderEpoch, Batches: r.batches}
 	ks.st = mergeState(ks.st, upd)
 	ks.updates++
+	ks.lastWrite = now
+}
+
+// Maintain writes a new snapshot of every share-partition of the loaded
+// state partitions that has had no record for coldAfter (Kafka's
+// snapshots of cold partitions), then deletes the records of each state
+// partition below the oldest snapshot still needed (Kafka's pruning), so
+// that __share_group_state holds about one snapshot and its updates per
+// share-partition, and its retention never removes a live one. The broker
+// calls it periodically.
+func (c *Coordinator) Maintain(ctx context.Context, coldAfter time.Duration) {
+	c.mu.Lock()
+	var parts []*statePartition
+	for _, sp := range c.parts {
+		if sp.loaded {
+			parts = append(parts, sp)
+		}
+	}
+	c.mu.Unlock()
+	for _, sp := range parts {
+		if ctx.Err() != nil {
+			return
+		}
+		c.maintainPartition(ctx, sp, coldAfter)
+	}
+}
+
+func (c *Coordinator) maintainPartition(ctx context.Context, sp *statePartition, coldAfter time.Duration) {
+	sp.wmu.Lock()
+	defer sp.wmu.Unlock()
+	if c.current(sp) != nil {
+		return
+	}
+	cold := c.cfg.Now().Add(-coldAfter).UnixMilli()
+	var keys []Key
+	for k, ks := range sp.keys {
+		if ks.lastWrite <= cold {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		ks := sp.keys[k]
+		if err := c.appendRecord(ctx, sp, c.snapshotRecord(k, ks, cloneState(ks.st))); err != nil {
+			return // reloading, or no longer led
+		}
+	}
+	keep := sp.end
+	for _, ks := range sp.keys {
+		keep = min(keep, ks.snapOffset)
+	}
+	if keep <= sp.pruned {
+		return
+	}
+	if err := c.log.Prune(ctx, sp.index, sp.epoch, keep); err != nil {
+		c.cfg.Logger.Info("cannot prune "+StateTopic, "partition", sp.index, "offset", keep, "err", err)
+		return
+	}
+	sp.pruned = keep
 }
 
 // mergeState combines an update with the state so far, as Kafka's

@@ -27,7 +27,7 @@ func (c *Coordinator) LoadPending(ctx context.Context) {
 			return
 		}
 		sp.wmu.Lock()
-		keys, err := c.replay(ctx, sp.index)
+		keys, end, err := c.replay(ctx, sp.index)
 		if err != nil {
 			sp.wmu.Unlock()
 			if ctx.Err() == nil {
@@ -38,6 +38,7 @@ func (c *Coordinator) LoadPending(ctx context.Context) {
 		c.mu.Lock()
 		if c.parts[sp.index] == sp {
 			sp.keys = keys
+			sp.end = end
 			sp.loaded = true
 		}
 		c.mu.Unlock()
@@ -46,19 +47,21 @@ func (c *Coordinator) LoadPending(ctx context.Context) {
 	}
 }
 
-// replay reads a state partition's records up to its high watermark.
-func (c *Coordinator) replay(ctx context.Context, partition int32) (map[Key]*keyState, error) {
+// replay reads a state partition's records up to its high watermark, and
+// returns the share-partitions' states and the offset it stopped at.
+func (c *Coordinator) replay(ctx context.Context, partition int32) (map[Key]*keyState, int64, error) {
 	keys := make(map[Key]*keyState)
+	now := c.cfg.Now().UnixMilli()
 	offset := int64(0)
 	for {
 		data, hw, err := c.log.Read(ctx, partition, offset)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if offset >= hw || len(data) == 0 {
-			return keys, nil
+			return keys, max(offset, hw), nil
 		}
-		next, err := readStateBatches(data, func(key, value []byte) error {
+		next, err := readStateBatches(data, func(at int64, key, value []byte) error {
 			r, ok, err := decodeStateRecord(key, value)
 			if err != nil {
 				// Kafka fails the load on a record it cannot read;
@@ -67,15 +70,15 @@ func (c *Coordinator) replay(ctx context.Context, partition int32) (map[Key]*key
 				return nil
 			}
 			if ok {
-				applyRecord(keys, &r)
+				applyRecord(keys, &r, at, now)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if next <= offset {
-			return nil, errors.New("share: " + StateTopic + " read made no progress")
+			return nil, 0, errors.New("share: " + StateTopic + " read made no progress")
 		}
 		offset = next
 	}

@@ -89,13 +89,9 @@
 // sluice differs from Kafka, today, in: writes are made after every
 // change, not batched, and each carries the whole in-flight window (Kafka
 // writes the batches that changed, and persists acquisitions lazily); the
-// coordinator serialises the writes of one state partition; it neither
-// prunes __share_group_state nor snapshots cold share-partitions (Kafka
-// deletes records below the oldest snapshot still needed and rewrites
-// idle keys' snapshots), so the topic grows with every write until its
-// retention (retention.ms, 7 days by default, removes old segments: the
-// state of a share-partition not written to for longer than that is
-// lost, and it starts again from share.auto.offset.reset); an
+// coordinator serialises the writes of one state partition (as Kafka, it
+// snapshots idle share-partitions and prunes __share_group_state below
+// the oldest snapshot still needed, every 5 minutes); an
 // acknowledgement batch list must be in offset order without overlaps
 // (INVALID_REQUEST otherwise); share.version's supported max is 1 (Kafka
 // 4.4's is 2); and loaded share-partitions are not evicted: a broker

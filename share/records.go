@@ -236,11 +236,11 @@ func buildStateBatch(key, value []byte, timestamp int64) []byte {
 	return out
 }
 
-// readStateBatches calls fn with the key and value of each record of the
+// readStateBatches calls fn with the offset, key and value of each record of the
 // uncompressed data batches in data (control and still-compressed batches
 // are skipped) and returns the offset after the last whole batch, -1 if
 // there was none.
-func readStateBatches(data []byte, fn func(key, value []byte) error) (next int64, err error) {
+func readStateBatches(data []byte, fn func(offset int64, key, value []byte) error) (next int64, err error) {
 	next = -1
 	for len(data) >= 61 {
 		size := int(binary.BigEndian.Uint32(data[8:])) + 12
@@ -270,7 +270,7 @@ func readStateBatches(data []byte, fn func(key, value []byte) error) (next int64
 				return next, fmt.Errorf("%w: %v", errCorruptRecord, err)
 			}
 			recs = recs[n+int(length):]
-			if err := fn(r.Key, r.Value); err != nil {
+			if err := fn(rb.FirstOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
 				return next, err
 			}
 		}

@@ -21,7 +21,7 @@ func TestStateRecordsRoundTrip(t *testing.T) {
 		data = append(data, buildStateBatch(encodeStateKey(r.typ, r.key), encodeStateValue(r), 1)...)
 	}
 	var got []stateRecord
-	if _, err := readStateBatches(data, func(k, v []byte) error {
+	if _, err := readStateBatches(data, func(_ int64, k, v []byte) error {
 		r, ok, err := decodeStateRecord(k, v)
 		if err != nil || !ok {
 			t.Fatalf("decode: %v %v", ok, err)
@@ -46,14 +46,14 @@ func TestStateRecordsRoundTrip(t *testing.T) {
 		}
 	}
 	keys := map[Key]*keyState{}
-	applyRecord(keys, &got[0])
-	applyRecord(keys, &got[1])
+	applyRecord(keys, &got[0], 0, 0)
+	applyRecord(keys, &got[1], 1, 0)
 	want := PartitionState{StartOffset: 11, StateEpoch: 3, LeaderEpoch: 5, Batches: []StateBatch{
 		{First: 11, Last: 12, State: Acknowledged, DeliveryCount: 1}, {First: 13, Last: 14, State: Archived, DeliveryCount: 5}}}
 	if st := keys[key].st; !reflect.DeepEqual(st, want) {
 		t.Fatalf("replayed %+v, want %+v", st, want)
 	}
-	applyRecord(keys, &got[2])
+	applyRecord(keys, &got[2], 2, 0)
 	if _, ok := keys[key]; ok {
 		t.Fatal("a tombstone left the key")
 	}
