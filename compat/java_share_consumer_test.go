@@ -28,21 +28,28 @@ package compat
 //     share-partition state lives then, share/doc.go). It is restarted once
 //     round 2 is written, and round 3 (1,000 records) follows.
 //  5. kafka-share-groups.sh (4.4.0) --describe --members and --state while
-//     the survivors run, and --describe (the offsets, which needs
+//     the survivors run, and --describe --offsets (which needs
 //     DescribeShareGroupOffsets) when the cluster advertises API 90; then
 //     the survivors are stopped with SIGTERM (they close their consumers).
 //
 // Checks: every one of the 3,000 records was delivered (with the value
-// produced at its offset) and acknowledged successfully by some member;
-// every record the victim held unacknowledged was delivered again to a
+// produced at its offset) and acknowledged by some member: its commitSync
+// succeeded, or it failed (the leader died after taking the
+// acknowledgement and before answering: the Java client reports
+// UnknownServerException) and DescribeShareGroupOffsets shows the
+// partition's start offset past the record, so the broker took it and
+// will not deliver it again; every record the victim held unacknowledged was delivered again to a
 // survivor; the describe output lists the two survivors' client ids and
-// not the victim's, the group Stable with 2 members. Reported, not
+// not the victim's, the group Stable with 2 members, and each of the six
+// partitions at START-OFFSET its end offset with LAG 0. Reported, not
 // asserted (KIP-932 promises at-least-once): deliveries in all,
 // redeliveries (a delivery count above 1), records delivered more than
-// once, records acknowledged more than once, failed acknowledgements.
+// once, records acknowledged more than once, failed acknowledgements and
+// the records whose only acknowledgement failed.
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -104,8 +111,13 @@ type shareMember struct {
 type shareOutput struct {
 	recs     map[sharePO][]shareDelivery
 	acks     map[sharePO]int
-	ackFails int
+	ackFails map[sharePO]int // commitSync failed for the record's ACCEPT
 	errs     []string
+}
+
+// newShareOutput is an empty shareOutput.
+func newShareOutput() *shareOutput {
+	return &shareOutput{recs: map[sharePO][]shareDelivery{}, acks: map[sharePO]int{}, ackFails: map[sharePO]int{}}
 }
 
 // parseShareOutput reads a member's stdout (ShareConsumerApp's lines) into
@@ -140,7 +152,7 @@ func parseShareOutput(member, out string, into *shareOutput) error {
 			case "ACK":
 				into.acks[po]++
 			case "ACKFAIL":
-				into.ackFails++
+				into.ackFails[po]++
 			}
 		case "ERR":
 			into.errs = append(into.errs, member+": "+line)
@@ -163,7 +175,7 @@ type shareRun struct {
 }
 
 func (s *shareRun) output() (*shareOutput, error) {
-	out := &shareOutput{recs: map[sharePO][]shareDelivery{}, acks: map[sharePO]int{}}
+	out := newShareOutput()
 	for _, m := range s.members {
 		if err := parseShareOutput(m.name, m.proc.stdout.String(), out); err != nil {
 			return nil, err
@@ -244,7 +256,7 @@ func runJavaShareConsumer(ctx context.Context, env *rowEnv) error {
 	victim := s.members[2]
 	var held []sharePO
 	err = pollUntil(ctx, 60*time.Second, func() error {
-		o := &shareOutput{recs: map[sharePO][]shareDelivery{}, acks: map[sharePO]int{}}
+		o := newShareOutput()
 		if err := parseShareOutput(victim.name, victim.proc.stdout.String(), o); err != nil {
 			return err
 		}
@@ -268,7 +280,7 @@ func runJavaShareConsumer(ctx context.Context, env *rowEnv) error {
 	}
 	victim.proc.signalled, victim.proc.early = true, nil // killed on purpose; stop only writes its log
 	env.t.Logf("%s killed (SIGKILL) holding %d unacknowledged records", victim.name, len(held))
-	if err := s.waitAcked(ctx, 90*time.Second); err != nil {
+	if err := s.waitAcked(ctx, 90*time.Second, support.apis[90]); err != nil {
 		return fmt.Errorf("after the member was killed: %w", err)
 	}
 	env.t.Logf("round 1 acknowledged (%.1fs into the row)", time.Since(start).Seconds())
@@ -309,7 +321,12 @@ func runJavaShareConsumer(ctx context.Context, env *rowEnv) error {
 	if err := s.produce(ctx, 2, shareRowPerRound, nil); err != nil {
 		return err
 	}
-	if err := s.waitAcked(ctx, 120*time.Second); err != nil {
+	if err := s.waitAcked(ctx, 120*time.Second, support.apis[90]); err != nil {
+		// What the group's state says of the records left over.
+		if support.apis[90] {
+			out, derr := kafka44Tool(ctx, env, s.kafka44, "kafka-share-groups.sh", "--bootstrap-server", env.bootstrap[0], "--describe", "--group", shareRowGroup, "--offsets")
+			env.t.Logf("kafka-share-groups.sh --describe --offsets (%v):\n%s", derr, out)
+		}
 		return fmt.Errorf("after node %d was killed and restarted: %w", target, err)
 	}
 	env.t.Logf("all %d records acknowledged (%.1fs into the row)", shareRowRounds*shareRowPerRound, time.Since(start).Seconds())
@@ -440,9 +457,13 @@ func (s *shareRun) produce(ctx context.Context, round, n int, half chan struct{}
 	return nil
 }
 
-// waitAcked waits until every produced record has been acknowledged by a
-// member.
-func (s *shareRun) waitAcked(ctx context.Context, limit time.Duration) error {
+// waitAcked waits until a member has acknowledged every produced record:
+// commitSync succeeded for it, or (withState: the cluster serves
+// DescribeShareGroupOffsets) its commitSync failed, as when the partition
+// leader dies between taking an acknowledgement and answering it, and the
+// group's share-partition start offset has passed it: the broker took the
+// acknowledgement, so the record is not delivered again.
+func (s *shareRun) waitAcked(ctx context.Context, limit time.Duration, withState bool) error {
 	return pollUntil(ctx, limit, func() error {
 		for _, m := range s.members[:2] {
 			if err := m.proc.running(); err != nil {
@@ -453,11 +474,18 @@ func (s *shareRun) waitAcked(ctx context.Context, limit time.Duration) error {
 		if err != nil {
 			return err
 		}
+		var spso map[int32]int64
+		if withState {
+			if spso, err = s.startOffsets(ctx); err != nil {
+				return err
+			}
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		var missing []sharePO
 		for po := range s.produced {
-			if o.acks[po] == 0 {
+			taken := o.ackFails[po] > 0 && spso != nil && po.off < spso[po.p]
+			if o.acks[po] == 0 && !taken {
 				missing = append(missing, po)
 			}
 		}
@@ -469,6 +497,28 @@ func (s *shareRun) waitAcked(ctx context.Context, limit time.Duration) error {
 		}
 		return nil
 	})
+}
+
+// startOffsets returns the group's share-partition start offset of each
+// partition (DescribeShareGroupOffsets).
+func (s *shareRun) startOffsets(ctx context.Context) (map[int32]int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	described, err := s.adm.DescribeShareGroupOffsets(rctx, shareRowGroup)
+	if err != nil {
+		return nil, err
+	}
+	d := described[shareRowGroup]
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	out := map[int32]int64{}
+	for p, o := range d.Offsets[shareRowTopic] {
+		if o.Err == nil {
+			out[p] = o.StartOffset
+		}
+	}
+	return out, nil
 }
 
 // shareStateBroker names the broker that holds the share state of the
@@ -486,7 +536,8 @@ func (s *shareRun) shareStateBroker(ctx context.Context) (int32, string, error) 
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType = 2
-	key := fmt.Sprintf("%s:%s:0", shareRowGroup, td.ID)
+	// Kafka's Uuid.toString: URL-safe base64 without padding.
+	key := fmt.Sprintf("%s:%s:0", shareRowGroup, base64.RawURLEncoding.EncodeToString(td.ID[:]))
 	req.CoordinatorKeys = []string{key}
 	resp, err := req.RequestWith(ctx, s.cl)
 	if err == nil && len(resp.Coordinators) == 1 && resp.Coordinators[0].ErrorCode == 0 {
@@ -550,18 +601,37 @@ func (s *shareRun) describe(ctx context.Context, support *shareSupport) error {
 		outs = append(outs, "(--describe --offsets left out: the cluster does not advertise DescribeShareGroupOffsets, API 90)")
 		return nil
 	}
-	offsets, err := run("--offsets")
-	if err != nil {
-		return err
+	// Every record acknowledged: each partition's start offset is its
+	// end offset, lag 0, once the state is written.
+	ends := map[string]string{}
+	s.mu.Lock()
+	for po := range s.produced {
+		p := strconv.Itoa(int(po.p))
+		if n, _ := strconv.ParseInt(ends[p], 10, 64); po.off+1 > n {
+			ends[p] = strconv.FormatInt(po.off+1, 10)
+		}
 	}
-	rows, err = parseGroupTables(offsets)
-	if err != nil {
-		return fmt.Errorf("--offsets: %w", err)
-	}
-	if len(rows) != shareRowPartitions {
-		return fmt.Errorf("--offsets printed %d partitions, want %d:\n%s", len(rows), shareRowPartitions, offsets)
-	}
-	return nil
+	s.mu.Unlock()
+	return pollUntil(ctx, 20*time.Second, func() error {
+		offsets, err := run("--offsets")
+		if err != nil {
+			return err
+		}
+		rows, err := parseGroupTables(offsets)
+		if err != nil {
+			return fmt.Errorf("--offsets: %w", err)
+		}
+		if len(rows) != shareRowPartitions {
+			return fmt.Errorf("--offsets printed %d partitions, want %d:\n%s", len(rows), shareRowPartitions, offsets)
+		}
+		for _, r := range rows {
+			if r["TOPIC"] != shareRowTopic || r["START-OFFSET"] != ends[r["PARTITION"]] || r["LAG"] != "0" {
+				return fmt.Errorf("--offsets printed %s-%s at START-OFFSET %s LAG %s, want its end offset %s and 0:\n%s",
+					r["TOPIC"], r["PARTITION"], r["START-OFFSET"], r["LAG"], ends[r["PARTITION"]], offsets)
+			}
+		}
+		return nil
+	})
 }
 
 // report checks that every record was delivered with its value and
@@ -577,14 +647,17 @@ func (s *shareRun) report(held []sharePO) error {
 	if len(s.produced) != shareRowRounds*shareRowPerRound {
 		return fmt.Errorf("%d records produced, want %d", len(s.produced), shareRowRounds*shareRowPerRound)
 	}
-	deliveries, redeliveries, multi, multiAck, maxCount := 0, 0, 0, 0, 0
+	deliveries, redeliveries, multi, multiAck, maxCount, takenDespiteError := 0, 0, 0, 0, 0, 0
 	for po, want := range s.produced {
 		recs := o.recs[po]
 		if len(recs) == 0 {
 			return fmt.Errorf("%s-%d at offset %d was never delivered", shareRowTopic, po.p, po.off)
 		}
-		if o.acks[po] == 0 {
+		if o.acks[po] == 0 && o.ackFails[po] == 0 {
 			return fmt.Errorf("%s-%d at offset %d was never acknowledged", shareRowTopic, po.p, po.off)
+		}
+		if o.acks[po] == 0 {
+			takenDespiteError++
 		}
 		for _, r := range recs {
 			if r.value != want {
@@ -617,6 +690,10 @@ func (s *shareRun) report(held []sharePO) error {
 			return fmt.Errorf("%s-%d offset %d, held by the killed member, was not delivered again", shareRowTopic, po.p, po.off)
 		}
 	}
+	ackFails := 0
+	for _, n := range o.ackFails {
+		ackFails += n
+	}
 	perMember := map[string]int{}
 	for _, recs := range o.recs {
 		for _, r := range recs {
@@ -625,8 +702,9 @@ func (s *shareRun) report(held []sharePO) error {
 	}
 	s.env.t.Logf("kafka-share-consumer figures: %d records, each delivered and acknowledged; %d deliveries in all (per member %v), "+
 		"%d redeliveries (delivery count > 1, highest %d), %d records delivered more than once, %d acknowledged more than once, "+
-		"%d failed acknowledgements, %d records held by the killed member delivered again; %d client errors logged",
-		len(s.produced), deliveries, perMember, redeliveries, maxCount, multi, multiAck, o.ackFails, len(held), len(o.errs))
+		"%d failed acknowledgements (%d records whose only ACCEPT failed, taken by the broker as the group's start offsets show), "+
+		"%d records held by the killed member delivered again; %d client errors logged",
+		len(s.produced), deliveries, perMember, redeliveries, maxCount, multi, multiAck, ackFails, takenDespiteError, len(held), len(o.errs))
 	for i, e := range o.errs {
 		if i == 5 {
 			break
