@@ -215,6 +215,9 @@ type streamsGroup struct {
 	// written holds the value of each of the group's records as last
 	// written to the log, by key (streams_records.go).
 	written map[string][]byte
+	// assignedStandbys is the standby count of the last target
+	// assignment, written with the group (LastAssignmentConfigs).
+	assignedStandbys int
 	// loadedHash is the MetadataHash of a group restored by a load,
 	// until the first heartbeat configures the topology again: the
 	// same hash means the topics did not change meanwhile and the
@@ -405,30 +408,39 @@ func (c *Coordinator) streamsHeartbeatGroupLocked(g *group, req *kmsg.StreamsGro
 func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHeartbeatRequest, clientID, clientHost string, settings StreamsGroupSettings, now time.Time) *kmsg.StreamsGroupHeartbeatResponse {
 	v := req.Version
 	sg := g.streams
+	// A joining member's topology: the group's when it has none or no
+	// other member runs one; a newer one while others run the group's
+	// is refused (no topology updates of a running group, as Kafka 4.4).
+	var joinTopology *streamsTopology
+	newTopology := false
+	if req.MemberEpoch == 0 {
+		joinTopology = topologyOf(req.Topology)
+		others := 0
+		for id, o := range sg.members {
+			if id != req.MemberID && o.epoch != staticLeaveEpoch {
+				others++
+			}
+		}
+		switch {
+		case sg.topology == nil, others == 0 && joinTopology.epoch >= sg.topology.epoch && !joinTopology.equal(sg.topology):
+			newTopology = true
+		case joinTopology.epoch > sg.topology.epoch:
+			return streamsError(v, kerr.StreamsInvalidTopologyEpoch.Code, "Topology updates are not supported yet.")
+		}
+	}
 	m, code, msg := c.lookupStreamsMemberLocked(g, req, settings, now)
 	if code != 0 {
 		return streamsError(v, code, msg)
 	}
 
 	bump := sg.epoch == 0
-	if req.MemberEpoch == 0 {
-		t := topologyOf(req.Topology)
-		others := 0
-		for id, o := range sg.members {
-			if id != m.id && o.epoch != staticLeaveEpoch {
-				others++
-			}
-		}
-		switch {
-		case sg.topology == nil, others == 0 && t.epoch >= sg.topology.epoch && !t.equal(sg.topology):
-			sg.topology = t
+	if joinTopology != nil {
+		if newTopology {
+			sg.topology = joinTopology
 			sg.configured = nil
 			bump = true
-		case t.epoch > sg.topology.epoch:
-			delete(sg.members, m.id)
-			return streamsError(v, kerr.StreamsInvalidTopologyEpoch.Code, "Topology updates are not supported yet.")
 		}
-		m.topologyEpoch = t.epoch
+		m.topologyEpoch = joinTopology.epoch
 	}
 	if req.InstanceID != nil && (m.instanceID == nil || *m.instanceID != *req.InstanceID) {
 		id := *req.InstanceID

@@ -28,6 +28,7 @@ type streamsReplay struct {
 	offset          int64 // of the last group-level record
 	epoch           int32
 	hash            int64
+	standbys        int // of the last assignment, -1 if not written
 	assignmentEpoch int32
 	topology        *kmsg.StreamsGroupHeartbeatRequestTopology
 	values          map[string][]byte // every live record by key, as written
@@ -42,6 +43,7 @@ func replayStreamsRecord(all map[string]*streamsReplay, k decodedKey, r parsedRe
 	var (
 		epoch, assignmentEpoch int32
 		hash                   int64
+		standbys               int
 		target                 streamsTasks
 		topology               *kmsg.StreamsGroupHeartbeatRequestTopology
 		err                    error
@@ -49,7 +51,7 @@ func replayStreamsRecord(all map[string]*streamsReplay, k decodedKey, r parsedRe
 	if r.value != nil {
 		switch k.version {
 		case streamsGroupMetadataKeyVersion:
-			epoch, hash, err = decodeStreamsMetadata(r.value)
+			epoch, hash, standbys, err = decodeStreamsMetadata(r.value)
 		case streamsGroupTargetMetadataKeyVersion:
 			assignmentEpoch, err = decodeStreamsTargetMetadata(r.value)
 		case streamsGroupTargetMemberKeyVersion:
@@ -93,7 +95,7 @@ func replayStreamsRecord(all map[string]*streamsReplay, k decodedKey, r parsedRe
 			clear(sr.targets)
 			return nil
 		}
-		sr.exists, sr.epoch, sr.hash = true, epoch, hash
+		sr.exists, sr.epoch, sr.hash, sr.standbys = true, epoch, hash, standbys
 	case streamsGroupTargetMetadataKeyVersion:
 		if r.value != nil {
 			sr.assignmentEpoch = assignmentEpoch
@@ -130,6 +132,12 @@ func (g *group) restoreStreams(sr *streamsReplay, now time.Time) {
 	sg.assignmentEpoch = sr.assignmentEpoch
 	hash := sr.hash
 	sg.loadedHash = &hash
+	if sr.standbys >= 0 {
+		// Until a heartbeat brings the group's settings, an expiry
+		// reassigns with the standby count last used.
+		sg.assignedStandbys = sr.standbys
+		sg.settings.NumStandbyReplicas = sr.standbys
+	}
 	if sr.topology != nil {
 		sg.topology = topologyOf(sr.topology)
 	}

@@ -42,6 +42,7 @@ func (c *Coordinator) bumpStreamsGroupLocked(g *group, settings StreamsGroupSett
 	}
 	target := assignStreamsTasks(members, tasks, settings.NumStandbyReplicas)
 	sg.target = target
+	sg.assignedStandbys = settings.NumStandbyReplicas
 	sg.assignmentEpoch = sg.epoch
 }
 

@@ -132,26 +132,59 @@ func (r *recordReader) taskIDs() taskSet {
 	return t
 }
 
-func streamsMetadataValue(epoch int32, hash int64, validatedTopologyEpoch int32) []byte {
+// streamsStandbyConfig is the LastAssignmentConfigs key of the standby
+// count the last assignment used.
+const streamsStandbyConfig = "num.standby.replicas"
+
+// streamsMetadataValue encodes a StreamsGroupMetadataValue: tag 0 when the
+// topology is validated, tag 1 (LastAssignmentConfigs) with the standby
+// count.
+func streamsMetadataValue(epoch int32, hash int64, validatedTopologyEpoch int32, standbys int) []byte {
 	b := binary.BigEndian.AppendUint16(nil, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(epoch))
 	b = binary.BigEndian.AppendUint64(b, uint64(hash))
+	configs := appendUvarint(nil, 2) // one LastAssignmentConfig
+	configs = appendCompactString(configs, streamsStandbyConfig)
+	configs = appendCompactString(configs, fmt.Sprint(standbys))
+	configs = appendUvarint(configs, 0)
 	if validatedTopologyEpoch < 0 {
-		return appendUvarint(b, 0)
+		b = appendUvarint(b, 1)
+	} else {
+		b = appendUvarint(b, 2)
+		b = appendUvarint(b, 0) // tag 0: ValidatedTopologyEpoch
+		b = appendUvarint(b, 4)
+		b = binary.BigEndian.AppendUint32(b, uint32(validatedTopologyEpoch))
 	}
-	b = appendUvarint(b, 1) // one tagged field
-	b = appendUvarint(b, 0) // tag 0: ValidatedTopologyEpoch
-	b = appendUvarint(b, 4)
-	return binary.BigEndian.AppendUint32(b, uint32(validatedTopologyEpoch))
+	b = appendUvarint(b, 1) // tag 1: LastAssignmentConfigs
+	b = appendUvarint(b, len(configs))
+	return append(b, configs...)
 }
 
-func decodeStreamsMetadata(b []byte) (epoch int32, hash int64, err error) {
+// decodeStreamsMetadata decodes a StreamsGroupMetadataValue; standbys is
+// -1 when LastAssignmentConfigs does not name the standby count.
+func decodeStreamsMetadata(b []byte) (epoch int32, hash int64, standbys int, err error) {
 	r := &recordReader{b: b}
 	r.valueVersion()
 	epoch = r.int32()
 	hash = r.int64()
-	r.tags(nil)
-	return epoch, hash, r.done("streams group metadata value")
+	standbys = -1
+	r.tags(func(tag int, data []byte) {
+		if tag != 1 {
+			return
+		}
+		sub := &recordReader{b: data}
+		n := sub.arrayLen()
+		for i := 0; i < n && sub.err == nil; i++ {
+			k, v := sub.compactString(), sub.compactString()
+			sub.tags(nil)
+			if k == streamsStandbyConfig {
+				if _, err := fmt.Sscan(v, &standbys); err != nil || standbys < 0 {
+					standbys = -1
+				}
+			}
+		}
+	})
+	return epoch, hash, standbys, r.done("streams group metadata value")
 }
 
 func (m *streamsMember) metadataValue() []byte {
@@ -411,7 +444,7 @@ func (g *group) streamsRecordsLocked() []kv {
 	if sg.topology != nil && sg.configured != nil && sg.configured.ready() {
 		validated = sg.topology.epoch
 	}
-	put(groupKeyOf(streamsGroupMetadataKeyVersion, g.name), streamsMetadataValue(sg.epoch, configuredHash(sg.configured), validated))
+	put(groupKeyOf(streamsGroupMetadataKeyVersion, g.name), streamsMetadataValue(sg.epoch, configuredHash(sg.configured), validated, sg.assignedStandbys))
 	for _, id := range sortedKeys(sg.members) {
 		put(memberKeyOf(streamsGroupTargetMemberKeyVersion, g.name, id), streamsTargetMemberValue(sg.target[id]))
 	}

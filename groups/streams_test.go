@@ -185,9 +185,11 @@ func TestStreamsRecordsRoundTrip(t *testing.T) {
 	if err != nil || fmt.Sprint(back) != fmt.Sprint(topo) {
 		t.Fatalf("topology round trip: %v\n%+v\nwant\n%+v", err, back, topo)
 	}
-	epoch, hash, err := decodeStreamsMetadata(streamsMetadataValue(9, -42, 4))
-	if err != nil || epoch != 9 || hash != -42 {
-		t.Fatalf("metadata round trip: %d %d %v", epoch, hash, err)
+	for _, validated := range []int32{-1, 4} {
+		epoch, hash, standbys, err := decodeStreamsMetadata(streamsMetadataValue(9, -42, validated, 2))
+		if err != nil || epoch != 9 || hash != -42 || standbys != 2 {
+			t.Fatalf("metadata round trip: %d %d %d %v", epoch, hash, standbys, err)
+		}
 	}
 	for _, v := range []int16{17, 19, 20, 21, 22, 23} {
 		key := groupKeyOf(v, "g")
@@ -198,5 +200,37 @@ func TestStreamsRecordsRoundTrip(t *testing.T) {
 		if err != nil || k.group != "g" || (isStreamsMemberKeyVersion(v) && k.member != "m") {
 			t.Fatalf("key %d: %+v %v", v, k, err)
 		}
+	}
+}
+
+// TestStreamsTopologyEpochs: a member joining with a newer topology while
+// another runs the group's is refused (STREAMS_INVALID_TOPOLOGY_EPOCH)
+// and not added; once the group is empty a newer topology replaces the
+// group's, and a member with an older one is told STALE_TOPOLOGY.
+func TestStreamsTopologyEpochs(t *testing.T) {
+	h := newConsumerHarness(t)
+	c := h.c
+	streamsBeat(t, c, streamsHB("a", "p1", 0, nil, ""))
+	newer := streamsHB("b", "p2", 0, nil, "")
+	newer.Topology.Epoch = 1
+	resp, _ := c.StreamsHeartbeat(context.Background(), newer, "c", "h", streamsSettingsForTest())
+	if resp.ErrorCode != kerr.StreamsInvalidTopologyEpoch.Code {
+		t.Fatalf("newer topology with a member running: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if d := c.StreamsDescribe("sg", 1, false); len(d.Members) != 1 {
+		t.Fatalf("the refused member was added: %+v", d.Members)
+	}
+	leave := streamsHB("a", "", -1, nil, "")
+	leave.ActiveTasks, leave.StandbyTasks, leave.WarmupTasks = nil, nil, nil
+	if resp, _ := c.StreamsHeartbeat(context.Background(), leave, "c", "h", streamsSettingsForTest()); resp.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	streamsBeat(t, c, newer)
+	if d := c.StreamsDescribe("sg", 1, false); d.Topology == nil || d.Topology.Epoch != 1 {
+		t.Fatalf("topology after the update: %+v", d.Topology)
+	}
+	resp, _ = c.StreamsHeartbeat(context.Background(), streamsHB("c", "p3", 0, nil, ""), "c", "h", streamsSettingsForTest())
+	if resp.ErrorCode != 0 || len(resp.Status) == 0 || resp.Status[0].StatusCode != streamsStatusStaleTopology {
+		t.Fatalf("older topology: %v %+v, want STALE_TOPOLOGY", kerr.ErrorForCode(resp.ErrorCode), resp.Status)
 	}
 }

@@ -87,9 +87,9 @@ func topologyOf(t *kmsg.StreamsGroupHeartbeatRequestTopology) *streamsTopology {
 	return out
 }
 
-// equal compares two topologies by their wire form.
+// equal compares two topologies: epoch and wire form.
 func (t *streamsTopology) equal(o *streamsTopology) bool {
-	return fmt.Sprint(t.wire()) == fmt.Sprint(o.wire())
+	return t.epoch == o.epoch && fmt.Sprint(t.wire()) == fmt.Sprint(o.wire())
 }
 
 // wire is the topology as StreamsGroupDescribe lists it.
