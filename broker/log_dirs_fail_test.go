@@ -28,7 +28,8 @@ import (
 // the partitions in it away and drops node 2 from their ISRs, while the
 // partitions in node 2's first directory keep node 2 as leader. Every
 // acknowledged record reads back, and the failed directory's files are
-// all still there.
+// all still there. A restart with the disk still gone keeps those replicas
+// out; one with the disk back brings them into their ISRs again.
 func TestLogDirFailureMovesOnlyItsPartitions(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3, jbodDirs, "log.flush.offset.checkpoint.interval.ms=200")
 	c.WaitForBrokers(3)
@@ -95,6 +96,29 @@ func TestLogDirFailureMovesOnlyItsPartitions(t *testing.T) {
 	}
 	if after := filesUnder(t, gone); len(after) < len(before) {
 		t.Fatalf("files of the failed directory went away: %d before, %d after", len(before), len(after))
+	}
+
+	// Node 2 restarted while the disk is still gone: it starts with the
+	// directory offline, the replicas of its first directory rejoin their
+	// ISRs, and those of the failed one stay out (reported again, so no
+	// election picks them).
+	c.Restart(2)
+	for _, p := range []int32{0, 1, 2, 3, 4, 5} {
+		if !slices.Contains(inD2, p) {
+			c.WaitForISR(topic, p, 3)
+		}
+	}
+	if !errors.Is(describeBrokerDirs(t, n2.Admin(), 2)[d2].Err, kerr.KafkaStorageError) {
+		t.Fatal("after a restart with the disk still gone, d2 is not reported offline")
+	}
+	md, err := topicMetadata(cl, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Partitions {
+		if slices.Contains(inD2, p.Partition) && (p.Leader == 2 || slices.Contains(p.ISR, 2)) {
+			t.Fatalf("partition %d after a restart with d2 gone: leader %d isr %v", p.Partition, p.Leader, p.ISR)
+		}
 	}
 
 	// Node 2 restarted with the directory back: its replicas return.

@@ -42,6 +42,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicedev/sluice/controller"
@@ -86,6 +87,10 @@ type logDirs struct {
 	// failed wakes the broker's handling of a directory failing while
 	// running (log_dirs_fail.go).
 	failed chan struct{}
+	// started is set once the node's first image is reconciled: until
+	// then the metadata log is being replayed, and a partition it
+	// creates is not new to this node (Open).
+	started atomic.Bool
 	// next is the directory the cleaner looks at first in its next pass.
 	next int
 
@@ -343,7 +348,8 @@ func (s *logDirs) Partitions() []logstore.TopicPartition {
 
 // Open opens tp's log in the directory holding it, or creates it in the
 // online directory with the fewest replicas. isNew says the metadata made
-// tp a replica of this node since it started (see the file comment).
+// tp a replica of this node since it started (see the file comment; a
+// replay of the metadata log at start adds nothing new).
 func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstore.Config, isNew bool) (*logstore.Log, error) {
 	s.mu.Lock()
 	ld := s.where[tp]
@@ -367,7 +373,7 @@ func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstor
 				ld = d
 			}
 		}
-		if ld == nil || (!isNew && len(offline) > 0) {
+		if ld == nil || ((!isNew || !s.started.Load()) && len(offline) > 0) {
 			if s.unplaced == nil {
 				s.unplaced = make(map[logstore.TopicPartition]bool)
 			}
