@@ -12,6 +12,11 @@ package broker
 // watermark, reads below it once a new leader has caught up, and the log
 // start offset moved up as DeleteRecords moves it.
 //
+// The share.coordinator.* keys are read here: the topic's settings below,
+// snapshot.update.records.per.snapshot, write.timeout.ms (how long an
+// append waits to be replicated) and load.buffer.size (the read size of
+// a load).
+//
 // The topic is created on first use, as Kafka's share coordinator does:
 // share.coordinator.state.topic.num.partitions partitions (50),
 // share.coordinator.state.topic.replication.factor (3) capped by the live
@@ -46,24 +51,12 @@ import (
 
 const shareStateTopicName = share.StateTopic
 
-// Kafka's defaults of the share coordinator (ShareCoordinatorConfig).
 const (
-	shareStateNumPartitions     = 50
-	shareStateReplicationFactor = 3
-	shareStateMinISR            = 2
-	shareStateSegmentBytes      = 100 << 20
-	shareSnapshotEvery          = 500
-	// shareStateWriteTimeout bounds the replication of one
-	// __share_group_state record (share.coordinator.write.timeout.ms).
-	shareStateWriteTimeout = 5 * time.Second
 	// shareStateMaintainInterval is how often cold share-partitions get
 	// a new snapshot and the state partitions are pruned (Kafka's
 	// share.coordinator.cold.partition.snapshot.interval.ms and
 	// share.coordinator.state.topic.prune.interval.ms, 5 minutes).
 	shareStateMaintainInterval = 5 * time.Minute
-	// shareStateReadBytes bounds one read while loading
-	// (share.coordinator.load.buffer.size).
-	shareStateReadBytes = 5 << 20
 )
 
 // shareCoordinator returns the broker's share coordinator, made at first
@@ -72,7 +65,7 @@ func (b *Broker) shareCoordinator() *share.Coordinator {
 	s := &b.shares
 	s.coordOnce.Do(func() {
 		s.coord = share.NewCoordinator(share.CoordinatorConfig{
-			SnapshotEvery: shareSnapshotEvery,
+			SnapshotEvery: int(b.cfg.ShareCoordinatorSnapshotUpdateRecords),
 			Now:           b.now,
 			Logger:        b.logger.With("component", "share-coordinator"),
 		}, shareStateLog{b})
@@ -117,11 +110,11 @@ func (b *Broker) runShareCoordinator(ctx context.Context) {
 
 // ensureShareStateTopic creates __share_group_state on first use.
 func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
-	return b.ensureInternalTopic(ctx, shareStateTopicName, shareStateNumPartitions,
-		shareStateReplicationFactor, shareStateMinISR, map[string]string{
+	return b.ensureInternalTopic(ctx, shareStateTopicName, b.cfg.ShareCoordinatorStateTopicNumPartitions,
+		int(b.cfg.ShareCoordinatorStateTopicReplicationFactor), max(int(b.cfg.ShareCoordinatorStateTopicMinIsr), 1), map[string]string{
 			"cleanup.policy":   "delete",
 			"compression.type": "producer",
-			"segment.bytes":    strconv.Itoa(shareStateSegmentBytes),
+			"segment.bytes":    strconv.Itoa(int(b.cfg.ShareCoordinatorStateTopicSegmentBytes)),
 		})
 }
 
@@ -151,7 +144,7 @@ func (l shareStateLog) Append(ctx context.Context, partition, leaderEpoch int32,
 		return 0, fmt.Errorf("broker: __share_group_state append: %w", err)
 	}
 	p.appendedAsLeader(b.cfg.NodeID)
-	deadline := time.NewTimer(shareStateWriteTimeout)
+	deadline := time.NewTimer(time.Duration(max(b.cfg.ShareCoordinatorWriteTimeoutMs, 1)) * time.Millisecond)
 	defer deadline.Stop()
 	if !b.waitHighWatermark(ctx, p, res.LastOffset+1, deadline.C) {
 		if leader, epoch := p.state(); leader != b.cfg.NodeID || epoch != leaderEpoch {
@@ -180,7 +173,7 @@ func (l shareStateLog) Read(ctx context.Context, partition int32, offset int64) 
 	if offset >= hw {
 		return nil, hw, nil
 	}
-	res, err := p.log.Read(offset, shareStateReadBytes, hw, true)
+	res, err := p.log.Read(offset, max(l.b.cfg.ShareCoordinatorLoadBufferSize, 1), hw, true)
 	if err != nil {
 		return nil, hw, err
 	}

@@ -36,7 +36,14 @@ func TestShareStateSurvivesFailover(t *testing.T) {
 func testShareStateFailover(t *testing.T, victim string) {
 	broker.ForceShareGroups(t)
 	const topic, total = "sq-durable", 200
-	c := sluicetest.StartCluster(t, 3)
+	// A small state topic, and (when the coordinator dies) a snapshot
+	// every third write, so that the new coordinator replays snapshots
+	// and updates.
+	opts := []string{"share.coordinator.state.topic.num.partitions=5"}
+	if victim == "share-coordinator" {
+		opts = append(opts, "share.coordinator.snapshot.update.records.per.snapshot=3")
+	}
+	c := sluicetest.StartCluster(t, 3, opts...)
 	cl := clusterClient(c, kgo.RequiredAcks(kgo.AllISRAcks()))
 	createAssigned(t, cl, topic, []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
 	before := waitState(t, cl, topic, "full ISR", isrLen(3))
@@ -61,6 +68,12 @@ func testShareStateFailover(t *testing.T, victim string) {
 			group = g
 		}
 	}
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		if mt, err := topicMetadata(cl, "__share_group_state"); err != nil || mt.ErrorCode != 0 || len(mt.Partitions) != 5 || !mt.IsInternal {
+			return fmt.Errorf("__share_group_state: %v %+v, want 5 partitions (share.coordinator.state.topic.num.partitions), internal", err, mt)
+		}
+		return nil
+	})
 	mustAlterGroupConfigs(t, cl, group, "set:share.auto.offset.reset=earliest")
 	if err := produce(cl, topic, valuesN("", total)...); err != nil {
 		t.Fatal(err)

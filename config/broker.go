@@ -166,6 +166,14 @@ type Broker struct {
 	StreamsGroupNumStandbyReplicas   int32    // group.streams.num.standby.replicas
 	StreamsGroupMaxStandbyReplicas   int32    // group.streams.max.standby.replicas
 
+	ShareCoordinatorStateTopicNumPartitions     int32 // share.coordinator.state.topic.num.partitions
+	ShareCoordinatorStateTopicReplicationFactor int16 // share.coordinator.state.topic.replication.factor
+	ShareCoordinatorStateTopicMinIsr            int16 // share.coordinator.state.topic.min.isr
+	ShareCoordinatorStateTopicSegmentBytes      int32 // share.coordinator.state.topic.segment.bytes
+	ShareCoordinatorSnapshotUpdateRecords       int32 // share.coordinator.snapshot.update.records.per.snapshot
+	ShareCoordinatorWriteTimeoutMs              int32 // share.coordinator.write.timeout.ms
+	ShareCoordinatorLoadBufferSize              int32 // share.coordinator.load.buffer.size
+
 	TransactionStateLogNumPartitions       int32 // transaction.state.log.num.partitions
 	TransactionStateLogReplicationFactor   int16 // transaction.state.log.replication.factor
 	TransactionStateLogMinIsr              int32 // transaction.state.log.min.isr
@@ -329,6 +337,13 @@ var bindings = []binding{
 	fieldFor("group.streams.max.size", func(b *Broker) any { return &b.StreamsGroupMaxSize }),
 	fieldFor("group.streams.num.standby.replicas", func(b *Broker) any { return &b.StreamsGroupNumStandbyReplicas }),
 	fieldFor("group.streams.max.standby.replicas", func(b *Broker) any { return &b.StreamsGroupMaxStandbyReplicas }),
+	fieldFor("share.coordinator.state.topic.num.partitions", func(b *Broker) any { return &b.ShareCoordinatorStateTopicNumPartitions }),
+	fieldFor("share.coordinator.state.topic.replication.factor", func(b *Broker) any { return &b.ShareCoordinatorStateTopicReplicationFactor }),
+	fieldFor("share.coordinator.state.topic.min.isr", func(b *Broker) any { return &b.ShareCoordinatorStateTopicMinIsr }),
+	fieldFor("share.coordinator.state.topic.segment.bytes", func(b *Broker) any { return &b.ShareCoordinatorStateTopicSegmentBytes }),
+	fieldFor("share.coordinator.snapshot.update.records.per.snapshot", func(b *Broker) any { return &b.ShareCoordinatorSnapshotUpdateRecords }),
+	fieldFor("share.coordinator.write.timeout.ms", func(b *Broker) any { return &b.ShareCoordinatorWriteTimeoutMs }),
+	fieldFor("share.coordinator.load.buffer.size", func(b *Broker) any { return &b.ShareCoordinatorLoadBufferSize }),
 	fieldFor("transaction.state.log.num.partitions", func(b *Broker) any { return &b.TransactionStateLogNumPartitions }),
 	fieldFor("transaction.state.log.replication.factor", func(b *Broker) any { return &b.TransactionStateLogReplicationFactor }),
 	fieldFor("transaction.state.log.min.isr", func(b *Broker) any { return &b.TransactionStateLogMinIsr }),

@@ -186,6 +186,16 @@ var brokerKeyList = []keyDef{
 	bk("group.consumer.migration.policy", TypeString, v("bidirectional"), ro, "Conversion between classic and consumer groups.", oneOf("disabled", "downgrade", "upgrade", "bidirectional")).later(0, "online migration between classic and consumer groups; an empty group converts either way"),
 
 	// Transactions and producer ids.
+	bk("share.coordinator.state.topic.num.partitions", TypeInt, v("50"), ro, "Partitions of __share_group_state; do not change after it exists.", atLeast(1)),
+	bk("share.coordinator.state.topic.replication.factor", TypeShort, v("3"), ro, "Replication factor of __share_group_state, capped by the live brokers when it is created (Kafka fails instead).", atLeast(1)),
+	bk("share.coordinator.state.topic.min.isr", TypeShort, v("2"), ro, "min.insync.replicas of __share_group_state, capped by its replication factor.", atLeast(1)),
+	bk("share.coordinator.state.topic.segment.bytes", TypeInt, v("104857600"), ro, "Segment size of __share_group_state.", atLeast(1)),
+	bk("share.coordinator.snapshot.update.records.per.snapshot", TypeInt, v("500"), ro, "ShareUpdate records of a share-partition between two ShareSnapshot records in __share_group_state (0: a snapshot at every write).", atLeast(0)),
+	bk("share.coordinator.write.timeout.ms", TypeInt, v("5000"), ro, "How long a share coordinator write waits to be replicated (then COORDINATOR_NOT_AVAILABLE, and the state partition is loaded again).", atLeast(1)),
+	bk("share.coordinator.load.buffer.size", TypeInt, v("5242880"), ro, "Read size when loading __share_group_state.", atLeast(1)),
+	bk("share.coordinator.threads", TypeInt, v("1"), ro, "Share coordinator threads.", atLeast(1)).inert("sluice's share coordinator runs on the request goroutines"),
+	bk("share.coordinator.append.linger.ms", TypeInt, v("-1"), ro, "How long the share coordinator lingers to batch writes.", atLeast(-1)).inert("sluice's share coordinator writes each change at once, one record per write"),
+	bk("share.coordinator.cached.buffer.max.bytes", TypeInt, v("1048588"), cw, "The share coordinator's cached write buffer.", atLeast(1)).inert("sluice's share coordinator keeps no write buffer"),
 	bk("transaction.state.log.num.partitions", TypeInt, v("50"), ro, "Partitions of __transaction_state; do not change after it exists.", atLeast(1)),
 	bk("transaction.state.log.replication.factor", TypeShort, v("3"), ro, "Replication factor of __transaction_state, capped by the live brokers when it is created (Kafka fails instead).", atLeast(1)),
 	bk("transaction.state.log.min.isr", TypeInt, v("2"), ro, "min.insync.replicas of __transaction_state, capped by its replication factor.", atLeast(1)),

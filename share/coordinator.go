@@ -78,7 +78,8 @@ type StateLog interface {
 // CoordinatorConfig configures a Coordinator.
 type CoordinatorConfig struct {
 	// SnapshotEvery is
-	// share.coordinator.snapshot.update.records.per.snapshot (500).
+	// share.coordinator.snapshot.update.records.per.snapshot (500); 0
+	// writes a snapshot at every change.
 	SnapshotEvery int
 	Now           func() time.Time
 	Logger        *slog.Logger
@@ -122,7 +123,7 @@ type keyState struct {
 
 // NewCoordinator returns a Coordinator that leads no partition yet.
 func NewCoordinator(cfg CoordinatorConfig, log StateLog) *Coordinator {
-	if cfg.SnapshotEvery <= 0 {
+	if cfg.SnapshotEvery < 0 {
 		cfg.SnapshotEvery = 500
 	}
 	if cfg.Now == nil {
