@@ -254,6 +254,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	dir.writeMeta(ctrl.ClusterID(), cfg.NodeID, b.now())
 	b.reconcile(ctrl.Image())
 	dir.started.Store(true) // from now on a replica the metadata adds is new
+	dir.resumeMoves()
 	// The authorizer notes how far the metadata log goes now, so its
 	// first checks wait until the ACLs logged after the snapshot are
 	// applied (authorize.go).

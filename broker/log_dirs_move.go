@@ -8,14 +8,17 @@ package broker
 // append lock, so no acknowledged write is lost and the *logstore.Log the
 // partition holds stays the same. One move runs at a time per node (a
 // second waits for the first); a new destination for a replica stops its
-// move and starts another. A move interrupted by a restart is abandoned
-// (its future directory removed at the next start), where Kafka resumes
-// it: the tool's --verify shows the replica in its old directory and the
-// request may be sent again.
+// move and starts another. A move interrupted by a restart starts again
+// from the beginning at the next start, as Kafka resumes it: the partial
+// -future directory tells where the replica was going (logstore removes
+// the partial copy, resumeMoves copies afresh).
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -171,5 +174,55 @@ func (s *logDirs) stopMove(tp logstore.TopicPartition) {
 	if m != nil {
 		m.cancel()
 		<-m.done
+	}
+}
+
+// noteUnfinishedMoves records the -future directories in ld, moves to ld a
+// previous process did not finish. Called before ld is opened (which
+// removes them).
+func (s *logDirs) noteUnfinishedMoves(ld *logDir) {
+	entries, err := os.ReadDir(ld.path)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), "-future")
+		if !e.IsDir() || !ok {
+			continue
+		}
+		i := strings.LastIndexByte(name, '.')
+		if i <= 0 {
+			continue
+		}
+		name = name[:i]
+		j := strings.LastIndexByte(name, '-')
+		p, err := strconv.ParseInt(name[j+1:], 10, 32)
+		if j <= 0 || err != nil || p < 0 {
+			continue
+		}
+		if s.resume == nil {
+			s.resume = make(map[logstore.TopicPartition]*logDir)
+		}
+		s.resume[logstore.TopicPartition{Topic: name[:j], Partition: int32(p)}] = ld
+	}
+}
+
+// resumeMoves starts again the moves a previous process left unfinished,
+// of the replicas this node holds in another online directory.
+func (s *logDirs) resumeMoves() {
+	s.mu.Lock()
+	resume := s.resume
+	s.resume = nil
+	s.mu.Unlock()
+	for tp, ld := range resume {
+		src := s.holder(tp)
+		if src == nil || src == ld || s.dirOffline(ld) != nil || s.anyOffline() {
+			continue
+		}
+		if err := s.startMove(tp, ld); err != nil {
+			s.logger.Warn("cannot resume moving a replica between log dirs", "topic", tp.Topic, "partition", tp.Partition, "to", ld.path, "err", err)
+			continue
+		}
+		s.logger.Info("resuming a replica's move between log dirs", "topic", tp.Topic, "partition", tp.Partition, "to", ld.path)
 	}
 }

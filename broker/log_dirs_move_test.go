@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -243,4 +244,43 @@ func TestReassignToNamedLogDir(t *testing.T) {
 		t.Fatalf("after the reassignment: %v, want no error", err)
 	}
 	checkPartition(t, c.Node(2), topic, 0, 30)
+}
+
+// TestAlterReplicaLogDirsResumesAfterRestart: a node stopped in the middle
+// of a move (a partial -future copy in the destination) starts it again
+// at its next start, as Kafka resumes it: the replica ends up in the
+// destination with every record.
+func TestAlterReplicaLogDirsResumesAfterRestart(t *testing.T) {
+	n := sluicetest.Start(t, jbodDirs)
+	d1, d2 := filepath.Join(n.Dir, "d1"), filepath.Join(n.Dir, "d2")
+	adm := n.Admin()
+	const topic = "resumed"
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, topic); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	produceTo(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 1, 100)
+	from, to := d1, d2
+	if len(partitionsIn(describeDirs(t, adm), topic)[d2]) == 1 {
+		from, to = d2, d1
+	}
+	n.Stop()
+	partial := filepath.Join(to, topic+"-0.0123456789abcdef0123456789abcdef-future")
+	if err := os.MkdirAll(partial, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(partial, "00000000000000000000.log"), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.Restart()
+	adm = n.Admin()
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if got := partitionsIn(describeDirs(t, adm), topic); len(got[to]) != 1 || len(got[from]) != 0 {
+			return fmt.Errorf("replica in %v, want %s", got, to)
+		}
+		return nil
+	})
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Fatalf("the partial copy is still there: %v", err)
+	}
+	checkPartition(t, n, topic, 0, 100)
 }

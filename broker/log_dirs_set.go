@@ -91,6 +91,9 @@ type logDirs struct {
 	// then the metadata log is being replayed, and a partition it
 	// creates is not new to this node (Open).
 	started atomic.Bool
+	// resume holds the moves a previous process left unfinished (a
+	// -future directory in the destination), restarted by resumeMoves.
+	resume map[logstore.TopicPartition]*logDir
 	// next is the directory the cleaner looks at first in its next pass.
 	next int
 
@@ -114,6 +117,7 @@ func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*l
 		}
 		ld := &logDir{path: abs}
 		s.dirs = append(s.dirs, ld)
+		s.noteUnfinishedMoves(ld)
 		dirOpts := opts
 		dirOpts.OnStorageError = func(tp logstore.TopicPartition, err error) { s.failDir(ld, err) }
 		d, err := logstore.OpenDir(p, dirOpts)

@@ -24,8 +24,9 @@ package logstore
 //     finish first), or at Close.
 //
 // A crash before 3 leaves a -future directory, which the next OpenDir
-// removes (the move is abandoned; Kafka resumes it); between 3 and 4 both
-// directories are complete, identical copies. The log is not cleaned while
+// removes (the broker, having noted it, starts the move again, as Kafka
+// resumes it); between 3 and 4 both directories are complete, identical
+// copies. The log is not cleaned while
 // it moves.
 
 import (
