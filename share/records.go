@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -51,11 +52,10 @@ type stateRecord struct {
 }
 
 func encodeStateKey(typ int16, k Key) []byte {
-	b := binary.BigEndian.AppendUint16(nil, uint16(typ))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(k.Group)))
-	b = append(b, k.Group...)
-	b = append(b, k.TopicID[:]...)
-	return binary.BigEndian.AppendUint32(b, uint32(k.Partition))
+	b := kbin.AppendInt16(nil, typ)
+	b = kbin.AppendString(b, k.Group)
+	b = kbin.AppendUuid(b, k.TopicID)
+	return kbin.AppendInt32(b, k.Partition)
 }
 
 // encodeStateValue encodes r's value (nil for a tombstone).
@@ -63,148 +63,84 @@ func encodeStateValue(r *stateRecord) []byte {
 	if r.tombstone {
 		return nil
 	}
-	b := binary.BigEndian.AppendUint16(nil, 0) // value version 0
-	b = binary.BigEndian.AppendUint32(b, uint32(r.snapshotEpoch))
+	b := kbin.AppendInt16(nil, 0) // value version 0
+	b = kbin.AppendInt32(b, r.snapshotEpoch)
 	if r.typ == recordSnapshot {
-		b = binary.BigEndian.AppendUint32(b, uint32(r.stateEpoch))
+		b = kbin.AppendInt32(b, r.stateEpoch)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(r.leaderEpoch))
-	b = binary.BigEndian.AppendUint64(b, uint64(r.startOffset))
+	b = kbin.AppendInt32(b, r.leaderEpoch)
+	b = kbin.AppendInt64(b, r.startOffset)
 	if r.typ == recordSnapshot {
-		b = binary.BigEndian.AppendUint64(b, uint64(r.createTime))
-		b = binary.BigEndian.AppendUint64(b, uint64(r.writeTime))
+		b = kbin.AppendInt64(b, r.createTime)
+		b = kbin.AppendInt64(b, r.writeTime)
 	}
-	b = binary.AppendUvarint(b, uint64(len(r.batches))+1)
+	b = kbin.AppendCompactArrayLen(b, len(r.batches))
 	for _, sb := range r.batches {
-		b = binary.BigEndian.AppendUint64(b, uint64(sb.First))
-		b = binary.BigEndian.AppendUint64(b, uint64(sb.Last))
-		b = append(b, byte(sb.State))
-		b = binary.BigEndian.AppendUint16(b, uint16(sb.DeliveryCount))
-		b = append(b, 0) // no tagged fields
+		b = kbin.AppendInt64(b, sb.First)
+		b = kbin.AppendInt64(b, sb.Last)
+		b = kbin.AppendInt8(b, int8(sb.State))
+		b = kbin.AppendInt16(b, sb.DeliveryCount)
+		b = kbin.AppendUvarint(b, 0) // no tagged fields
 	}
-	return append(b, 0) // no tagged fields
+	return kbin.AppendUvarint(b, 0) // no tagged fields
 }
 
 // decodeStateRecord decodes one record; ok is false for a key of another
 // record type (skipped, as Kafka's loader skips unknown types).
 func decodeStateRecord(key, value []byte) (r stateRecord, ok bool, err error) {
-	d := decoder{b: key}
-	r.typ = d.int16()
-	if d.err == nil && r.typ != recordSnapshot && r.typ != recordUpdate {
+	d := kbin.Reader{Src: key}
+	r.typ = d.Int16()
+	if d.Ok() && r.typ != recordSnapshot && r.typ != recordUpdate {
 		return r, false, nil
 	}
-	r.key.Group = string(d.bytes(int(d.int16())))
-	copy(r.key.TopicID[:], d.bytes(16))
-	r.key.Partition = d.int32()
-	if d.err != nil {
-		return r, false, fmt.Errorf("%w: key: %v", errCorruptRecord, d.err)
+	r.key.Group = d.String()
+	r.key.TopicID = d.Uuid()
+	r.key.Partition = d.Int32()
+	if err := d.Complete(); err != nil {
+		return r, false, fmt.Errorf("%w: key: %v", errCorruptRecord, err)
 	}
 	if value == nil {
 		r.tombstone = true
 		return r, true, nil
 	}
-	d = decoder{b: value}
-	if v := d.int16(); d.err == nil && v != 0 {
+	d = kbin.Reader{Src: value}
+	if v := d.Int16(); d.Ok() && v != 0 {
 		return r, false, fmt.Errorf("%w: value version %d", errCorruptRecord, v)
 	}
-	r.snapshotEpoch = d.int32()
+	r.snapshotEpoch = d.Int32()
 	if r.typ == recordSnapshot {
-		r.stateEpoch = d.int32()
+		r.stateEpoch = d.Int32()
 	}
-	r.leaderEpoch = d.int32()
-	r.startOffset = d.int64()
+	r.leaderEpoch = d.Int32()
+	r.startOffset = d.Int64()
 	if r.typ == recordSnapshot {
-		r.createTime = d.int64()
-		r.writeTime = d.int64()
+		r.createTime = d.Int64()
+		r.writeTime = d.Int64()
 	}
-	n := int(d.uvarint()) - 1
-	if n < 0 || n > len(d.b)/20 { // a batch is at least 20 bytes
-		if d.err == nil {
-			d.err = fmt.Errorf("bad batch count %d", n)
-		}
-		n = 0
+	// A batch takes at least 20 bytes: a count the value cannot hold is
+	// corrupt, and allocates nothing.
+	n := int(d.CompactArrayLen())
+	if n < 0 || n > len(d.Src)/20 {
+		return r, false, fmt.Errorf("%w: value: %d state batches", errCorruptRecord, n)
 	}
 	r.batches = make([]StateBatch, 0, n)
 	for range n {
-		sb := StateBatch{First: d.int64(), Last: d.int64(), State: RecordState(d.int8()), DeliveryCount: d.int16()}
-		d.skipTags()
+		sb := StateBatch{First: d.Int64(), Last: d.Int64(), State: RecordState(d.Int8()), DeliveryCount: d.Int16()}
+		skipTags(&d)
 		r.batches = append(r.batches, sb)
 	}
-	d.skipTags()
-	if d.err != nil {
-		return r, false, fmt.Errorf("%w: value: %v", errCorruptRecord, d.err)
+	skipTags(&d)
+	if err := d.Complete(); err != nil {
+		return r, false, fmt.Errorf("%w: value: %v", errCorruptRecord, err)
 	}
 	return r, true, nil
 }
 
-// decoder reads big-endian fields, remembering the first error.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.err = errors.New("short record")
-		return nil
-	}
-	out := d.b[:n]
-	d.b = d.b[n:]
-	return out
-}
-
-func (d *decoder) int8() int8 {
-	if b := d.bytes(1); b != nil {
-		return int8(b[0])
-	}
-	return 0
-}
-
-func (d *decoder) int16() int16 {
-	if b := d.bytes(2); b != nil {
-		return int16(binary.BigEndian.Uint16(b))
-	}
-	return 0
-}
-
-func (d *decoder) int32() int32 {
-	if b := d.bytes(4); b != nil {
-		return int32(binary.BigEndian.Uint32(b))
-	}
-	return 0
-}
-
-func (d *decoder) int64() int64 {
-	if b := d.bytes(8); b != nil {
-		return int64(binary.BigEndian.Uint64(b))
-	}
-	return 0
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errors.New("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
 // skipTags skips a tagged-field section.
-func (d *decoder) skipTags() {
-	for range d.uvarint() {
-		d.uvarint()
-		d.bytes(int(d.uvarint()))
-		if d.err != nil {
-			return
-		}
+func skipTags(d *kbin.Reader) {
+	for n := d.Uvarint(); n > 0 && d.Ok(); n-- {
+		d.Uvarint()
+		d.Span(int(d.Uvarint()))
 	}
 }
 

@@ -58,3 +58,25 @@ func TestStateRecordsRoundTrip(t *testing.T) {
 		t.Fatal("a tombstone left the key")
 	}
 }
+
+// A record cut short anywhere, or with a batch count it cannot hold, is
+// an error, never a panic or a large allocation.
+func TestStateRecordCorrupt(t *testing.T) {
+	r := &stateRecord{typ: recordSnapshot, key: Key{Group: "g"}, batches: []StateBatch{{First: 1, Last: 2, State: Acknowledged}}}
+	key, value := encodeStateKey(r.typ, r.key), encodeStateValue(r)
+	for i := range len(value) {
+		if _, _, err := decodeStateRecord(key, value[:i]); err == nil {
+			t.Fatalf("a value cut to %d of %d bytes decoded", i, len(value))
+		}
+	}
+	for i := range len(key) {
+		if _, ok, err := decodeStateRecord(key[:i], value); err == nil && ok {
+			t.Fatalf("a key cut to %d of %d bytes decoded", i, len(key))
+		}
+	}
+	huge := append([]byte(nil), value[:len(value)-23]...) // up to the batch count
+	huge = append(huge, 0xff, 0xff, 0xff, 0x7f)
+	if _, _, err := decodeStateRecord(key, huge); err == nil {
+		t.Fatal("a batch count of 268 million in a few bytes decoded")
+	}
+}
