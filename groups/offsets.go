@@ -355,6 +355,8 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 	case g.state == stateEmpty:
 	case g.consumer != nil:
 		subscribed = c.consumerSubscribedTopicsLocked(g)
+	case g.streams != nil:
+		subscribed = c.streamsSubscribedTopicsLocked(g) // streams_admin.go
 	case g.protocolType == "consumer":
 		subscribed = g.subscribedTopicsLocked()
 	default:

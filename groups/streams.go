@@ -46,6 +46,14 @@ package groups
 // takes as fenced and rejoins. What is not persisted: the topology
 // description of StreamsGroupTopologyDescriptionUpdate, and a pending
 // SHUTDOWN_APPLICATION request.
+//
+// Where sluice differs from Kafka 4.4: the first assignment of a new
+// group is not delayed (group.streams.initial.rebalance.delay.ms, and so
+// no ASSIGNMENT_DELAYED status), every epoch move computes its target at
+// once (no group.streams.assignment.interval.ms batching), no warm-up
+// tasks are assigned (Kafka's Streams client does not run them with this
+// protocol either) and standbys are not spread by rack tags; the keys of
+// those features take only their defaults.
 
 import (
 	"context"

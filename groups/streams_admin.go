@@ -164,6 +164,29 @@ func (c *Coordinator) StreamsTopologyDescriptionUpdate(req *kmsg.StreamsGroupTop
 	return resp
 }
 
+// streamsSubscribedTopicsLocked lists the topics a streams group with
+// members reads (its topology's source topics, those its regular
+// expressions match, and its repartition topics), whose offsets
+// OffsetDelete must keep (GROUP_SUBSCRIBED_TO_TOPIC), as Kafka's
+// StreamsGroup does.
+func (c *Coordinator) streamsSubscribedTopicsLocked(g *group) map[string]bool {
+	out := map[string]bool{}
+	cfg := configure(g.streams.topology, c.topicsByName())
+	for _, topics := range cfg.sources {
+		for _, t := range topics {
+			out[t] = true
+		}
+	}
+	if t := g.streams.topology; t != nil {
+		for _, s := range t.subs {
+			for _, name := range s.sourceTopics {
+				out[name] = true
+			}
+		}
+	}
+	return out
+}
+
 // checkStreamsCommitLocked is the member epoch check of an OffsetCommit
 // to a streams group: a current member at its current epoch, or an admin
 // commit (no member, generation -1) to a group without members.

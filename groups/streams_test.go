@@ -234,3 +234,32 @@ func TestStreamsTopologyEpochs(t *testing.T) {
 		t.Fatalf("older topology: %v %+v, want STALE_TOPOLOGY", kerr.ErrorForCode(resp.ErrorCode), resp.Status)
 	}
 }
+
+// TestStreamsOffsetDelete: OffsetDelete on a streams group with members
+// keeps the offsets of the topics its topology reads
+// (GROUP_SUBSCRIBED_TO_TOPIC) and deletes the others'.
+func TestStreamsOffsetDelete(t *testing.T) {
+	h := newConsumerHarness(t)
+	c := h.c
+	h.topics["other"] = TopicInfo{Name: "other", ID: [16]byte{9}, Partitions: 1}
+	epoch, _ := streamsBeat(t, c, streamsHB("a", "p1", 0, nil, ""))
+	for _, topic := range []string{"t", "other"} {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.MemberID, req.Generation = "sg", "a", epoch
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
+		if code := c.CommitOffsets(context.Background(), req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit %s: %v", topic, kerr.ErrorForCode(code))
+		}
+	}
+	del := kmsg.NewPtrOffsetDeleteRequest()
+	del.Group = "sg"
+	del.Topics = []kmsg.OffsetDeleteRequestTopic{
+		{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
+		{Topic: "other", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}},
+	}
+	resp := c.DeleteOffsets(context.Background(), del)
+	if resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code || resp.Topics[1].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("OffsetDelete: %+v", resp)
+	}
+}
