@@ -18,10 +18,11 @@ package broker
 // Auto-creation follows Kafka 4.x (KRaft): when auto.create.topics.enable
 // is on and the request allows it (AllowAutoTopicCreation, v4+; always
 // before), each missing topic with a legal name is created with the
-// broker's defaults — __consumer_offsets and __transaction_state with the
-// settings their coordinators use — and the request that triggered the
-// creation is still answered UNKNOWN_TOPIC_OR_PARTITION without partitions
-// (AutoTopicCreationManager answers before the controller decides); the
+// broker's defaults — __consumer_offsets, __transaction_state and
+// __share_group_state with the settings their coordinators use — and the
+// request that triggered the creation is still answered
+// UNKNOWN_TOPIC_OR_PARTITION without partitions (AutoTopicCreationManager
+// answers before the controller decides); the
 // topic shows on a later request, which every client sends after a short
 // backoff. A creation the controller refuses (say a replication factor
 // above the live brokers) is answered the same way and logged, as in Kafka
@@ -188,6 +189,8 @@ func (b *Broker) autoCreateTopics(ctx context.Context, r *protocol.Request, name
 			failed(name, b.ensureOffsetsTopic(ctx))
 		case txnStateTopicName:
 			failed(name, b.ensureTxnStateTopic(ctx))
+		case shareStateTopicName:
+			failed(name, b.ensureShareStateTopic(ctx))
 		default:
 			create = append(create, controller.CreateTopic{Name: name, NumPartitions: -1, ReplicationFactor: -1})
 		}

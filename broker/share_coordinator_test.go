@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -245,4 +246,113 @@ func disableShareGroups(t *testing.T, n *sluicetest.Node) {
 		}
 		return nil
 	})
+}
+
+// The share coordinator's APIs on one node, as a broker calls them: a
+// state initialized, written, read back with its summary and deleted;
+// FindCoordinator key type 2 refuses a malformed key; __share_group_state
+// is internal and closed to a client's produce.
+func TestShareCoordinatorAPIs(t *testing.T) {
+	n := sluicetest.Start(t)
+	cl := n.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := [16]byte{7, 7, 7}
+	key := "g1:" + base64.RawURLEncoding.EncodeToString(id[:]) + ":3"
+	if node := findShareCoordinator(t, cl, key); node != 1 {
+		t.Fatalf("share coordinator %d, want node 1", node)
+	}
+	if node := findShareCoordinatorOnce(cl, "g1:not-a-topic-id:3"); node != -2 {
+		t.Fatalf("a malformed key answered %d, want an error", node)
+	}
+
+	init := kmsg.NewPtrInitializeShareGroupStateRequest()
+	init.GroupID = "g1"
+	it := kmsg.NewInitializeShareGroupStateRequestTopic()
+	it.TopicID = id
+	ip := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+	ip.Partition, ip.StateEpoch, ip.StartOffset = 3, 1, -1
+	it.Partitions = append(it.Partitions, ip)
+	init.Topics = append(init.Topics, it)
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		resp, err := init.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	})
+
+	write := kmsg.NewPtrWriteShareGroupStateRequest()
+	write.GroupID = "g1"
+	wt := kmsg.NewWriteShareGroupStateRequestTopic()
+	wt.TopicID = id
+	wp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+	wp.Partition, wp.StateEpoch, wp.LeaderEpoch, wp.StartOffset = 3, 1, 4, 10
+	for _, b := range [][3]int64{{10, 11, 2}, {12, 14, 0}} {
+		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = b[0], b[1], int8(b[2]), 1
+		wp.StateBatches = append(wp.StateBatches, sb)
+	}
+	wt.Partitions = append(wt.Partitions, wp)
+	write.Topics = append(write.Topics, wt)
+	if resp, err := write.RequestWith(ctx, cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("write: %v %+v", err, resp)
+	}
+	wp.LeaderEpoch = 3
+	write.Topics[0].Partitions[0] = wp
+	if resp, err := write.RequestWith(ctx, cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("write of an older leader epoch: %v %+v, want FENCED_LEADER_EPOCH", err, resp)
+	}
+
+	read := kmsg.NewPtrReadShareGroupStateRequest()
+	read.GroupID = "g1"
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = id
+	rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch = 3, 4
+	rt.Partitions = append(rt.Partitions, rp)
+	read.Topics = append(read.Topics, rt)
+	rresp, err := read.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.StartOffset != 10 || p.StateEpoch != 1 || len(p.StateBatches) != 2 || p.StateBatches[0].DeliveryState != 2 {
+		t.Fatalf("read: %+v", p)
+	}
+
+	sum := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	sum.GroupID = "g1"
+	st := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	st.TopicID = id
+	sp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	sp.Partition, sp.LeaderEpoch = 3, -1
+	st.Partitions = append(st.Partitions, sp)
+	sum.Topics = append(sum.Topics, st)
+	sresp, err := sum.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.StartOffset != 10 || p.LeaderEpoch != 4 || p.DeliveryCompleteCount != 2 {
+		t.Fatalf("summary: %+v, want start 10, leader epoch 4, 2 offsets complete", p)
+	}
+
+	del := kmsg.NewPtrDeleteShareGroupStateRequest()
+	del.GroupID = "g1"
+	dt := kmsg.NewDeleteShareGroupStateRequestTopic()
+	dt.TopicID = id
+	dp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+	dp.Partition = 3
+	dt.Partitions = append(dt.Partitions, dp)
+	del.Topics = append(del.Topics, dt)
+	if resp, err := del.RequestWith(ctx, cl); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("delete: %v %+v", err, resp)
+	}
+	if sresp, err := sum.RequestWith(ctx, cl); err != nil || sresp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("summary after delete: %v %+v, want UNKNOWN_TOPIC_OR_PARTITION", err, sresp)
+	}
+
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "__share_group_state", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("a client's produce to __share_group_state: %v, want INVALID_TOPIC_EXCEPTION", err)
+	}
 }
