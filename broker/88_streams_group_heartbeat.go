@@ -17,10 +17,11 @@ package broker
 // missing are created here, after the answer is computed
 // (streams.go).
 //
-// READ on the group is needed (GROUP_AUTHORIZATION_FAILED), as
-// KafkaApis.handleStreamsGroupHeartbeat checks; unlike Kafka, the
-// principal's DESCRIBE on the source topics and CREATE on the internal
-// topics are not checked.
+// READ on the group is needed (GROUP_AUTHORIZATION_FAILED), and DESCRIBE
+// on every source topic a joining member's topology names
+// (TOPIC_AUTHORIZATION_FAILED), as KafkaApis.handleStreamsGroupHeartbeat
+// checks; unlike Kafka, CREATE on the internal topics the coordinator
+// creates is not checked.
 
 import (
 	"context"
@@ -43,6 +44,16 @@ func (b *Broker) handleStreamsGroupHeartbeat(ctx context.Context, r *protocol.Re
 	}
 	if !b.authorizedGroup(r, kmsg.ACLOperationRead, req.Group) {
 		return fail(kerr.GroupAuthorizationFailed.Code)
+	}
+	if req.Topology != nil {
+		describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
+		for _, s := range req.Topology.Subtopologies {
+			for _, t := range s.SourceTopics {
+				if !describable.allowed(t) {
+					return fail(kerr.TopicAuthorizationFailed.Code)
+				}
+			}
+		}
 	}
 	clientID, host := memberClient(r)
 	resp, create := b.groups.StreamsHeartbeat(ctx, req, clientID, host, b.streamsGroupSettings(req.Group))

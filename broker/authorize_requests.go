@@ -32,6 +32,13 @@ package broker
 //	                        DESCRIBE per group; ConsumerGroupDescribe answers a group whose
 //	                        members hold a topic the principal may not describe with
 //	                        TOPIC_AUTHORIZATION_FAILED.
+//	StreamsGroupHeartbeat   READ on the group (GROUP_AUTHORIZATION_FAILED); a joining member
+//	                        DESCRIBE on every source topic of its topology
+//	                        (TOPIC_AUTHORIZATION_FAILED). Unlike Kafka, CREATE is not checked
+//	                        for the internal topics the coordinator creates.
+//	StreamsGroupDescribe    DESCRIBE per group.
+//	StreamsGroupTopologyDescriptionUpdate
+//	                        READ on the group.
 //	ListGroups              every group with DESCRIBE on the cluster, otherwise those the
 //	                        principal may DESCRIBE.
 //	DeleteGroups            DELETE per group.

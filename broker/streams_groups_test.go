@@ -464,3 +464,28 @@ func TestStreamsGroupStandbyReplicas(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStreamsGroupHeartbeatAuthorization: READ on the group and DESCRIBE
+// on the topology's source topics are needed, as in Kafka's KafkaApis
+// (authorize_requests_test.go explains the ACL setup).
+func TestStreamsGroupHeartbeatAuthorization(t *testing.T) {
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := n.Admin()
+	createTopic(t, n, "open-in", 1, nil)
+	createTopic(t, n, "closed-in", 1, nil)
+	createACLs(t, adm, kadm.NewACLs().Groups("closed-app").Allow(anonymous).AllowHosts("*").Operations(kadm.OpDescribe))
+	createACLs(t, adm, kadm.NewACLs().Topics("closed-in").Allow("User:admin").AllowHosts("*").Operations(kadm.OpDescribe))
+	cl := n.Client()
+	m := &streamsMember{id: "m", process: "p", source: "open-in", changelog: "closed-app-changelog"}
+	if r, err := m.beat(ctx, cl, "closed-app"); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("heartbeat without READ on the group: %v %+v", err, r)
+	}
+	m = &streamsMember{id: "m", process: "p", source: "closed-in", changelog: "open-app-changelog"}
+	if r, err := m.beat(ctx, cl, "open-app"); err != nil || r.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("heartbeat without DESCRIBE on the source topic: %v %+v", err, r)
+	}
+	m = &streamsMember{id: "m", process: "p", source: "open-in", changelog: "open-app-changelog"}
+	m.beatOK(ctx, t, cl, "open-app")
+}
