@@ -263,3 +263,46 @@ func TestStreamsOffsetDelete(t *testing.T) {
 		t.Fatalf("OffsetDelete: %+v", resp)
 	}
 }
+
+// TestStreamsShutdownAndEndpoints: a member's ShutdownApplication is
+// passed to every member as SHUTDOWN_APPLICATION; members learn the
+// partitions of the source topic each endpoint holds (interactive
+// queries) when their endpoint epoch is behind.
+func TestStreamsShutdownAndEndpoints(t *testing.T) {
+	h := newConsumerHarness(t)
+	c := h.c
+	ea, a := streamsBeat(t, c, streamsHB("a", "p1", 0, nil, ""))
+	eb, _ := streamsBeat(t, c, streamsHB("b", "p2", 0, nil, ""))
+	ea, a = streamsBeat(t, c, streamsHB("a", "p1", ea, a, "")) // revokes two
+	ea, _ = streamsBeat(t, c, streamsHB("a", "p1", ea, a, ""))
+	req := streamsHB("b", "p2", eb, nil, "")
+	req.EndpointInformationEpoch = -1
+	resp, _ := c.StreamsHeartbeat(context.Background(), req, "c", "h", streamsSettingsForTest())
+	if resp.ErrorCode != 0 || len(resp.PartitionsByUserEndpoint) != 2 {
+		t.Fatalf("partitions by endpoint: %v %+v", kerr.ErrorForCode(resp.ErrorCode), resp.PartitionsByUserEndpoint)
+	}
+	held := map[string][]int32{}
+	for _, e := range resp.PartitionsByUserEndpoint {
+		for _, p := range e.ActivePartitions {
+			if p.Topic == "t" {
+				held[e.UserEndpoint.Host] = p.Partitions
+			}
+		}
+	}
+	if len(held["h-p1"])+len(held["h-p2"]) != 4 {
+		t.Fatalf("endpoints hold %v, want the 4 partitions of t between them", held)
+	}
+	req = streamsHB("b", "p2", resp.MemberEpoch, nil, "")
+	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = nil, nil, nil
+	req.EndpointInformationEpoch = resp.EndpointInformationEpoch
+	req.ShutdownApplication = true
+	if resp, _ = c.StreamsHeartbeat(context.Background(), req, "c", "h", streamsSettingsForTest()); resp.ErrorCode != 0 || resp.PartitionsByUserEndpoint != nil {
+		t.Fatalf("heartbeat with a current endpoint epoch: %v, partitions by endpoint %+v", kerr.ErrorForCode(resp.ErrorCode), resp.PartitionsByUserEndpoint)
+	}
+	req = streamsHB("a", "p1", ea, nil, "")
+	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = nil, nil, nil
+	resp, _ = c.StreamsHeartbeat(context.Background(), req, "c", "h", streamsSettingsForTest())
+	if resp.ErrorCode != 0 || !slices.ContainsFunc(resp.Status, func(s kmsg.StreamsGroupHeartbeatResponseStatus) bool { return s.StatusCode == streamsStatusShutdownApplication }) {
+		t.Fatalf("after b asked to shut down, a got %v %+v, want SHUTDOWN_APPLICATION", kerr.ErrorForCode(resp.ErrorCode), resp.Status)
+	}
+}
