@@ -687,6 +687,15 @@ func TestAdminAPIsAuthorized(t *testing.T) {
 	if code := send(kmsg.NewPtrDescribeLogDirsRequest()).(*kmsg.DescribeLogDirsResponse).ErrorCode; code != caf {
 		t.Errorf("DescribeLogDirs without DESCRIBE on the cluster: %d", code)
 	}
+	arld := kmsg.NewPtrAlterReplicaLogDirsRequest()
+	arldDir := kmsg.NewAlterReplicaLogDirsRequestDir()
+	arldTopic := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+	arldDir.Dir, arldTopic.Topic, arldTopic.Partitions = "/nowhere", "adm-a", []int32{0}
+	arldDir.Topics = append(arldDir.Topics, arldTopic)
+	arld.Dirs = append(arld.Dirs, arldDir)
+	if code := send(arld).(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode; code != caf {
+		t.Errorf("AlterReplicaLogDirs without ALTER on the cluster: %d", code)
+	}
 	if code := send(kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse).ErrorCode; code != caf {
 		t.Errorf("ListPartitionReassignments without DESCRIBE on the cluster: %d", code)
 	}
