@@ -141,8 +141,9 @@ func allRows() []row {
 		// Client byte-rate quotas measured with the perf tools
 		// (java_quota_perf_test.go, issue 18).
 		javaQuotaPerfRow(),
-		kafkaStreamsRow(),         // Kafka Streams, exactly_once_v2, with a compacted changelog (streams_test.go)
-		kafkaStreamsProtocolRow(), // Kafka Streams 4.4, group.protocol=streams, kill -9 of the coordinator (streams_protocol_test.go)
+		kafkaStreamsRow(),                // Kafka Streams, exactly_once_v2, with a compacted changelog (streams_test.go)
+		kafkaStreamsProtocolRow(),        // Kafka Streams 4.4, group.protocol=streams, kill -9 of the coordinator (streams_protocol_test.go)
+		kafkaStreamsProtocolOneNodeRow(), // the same on one node, with kafka-streams-groups.sh --delete
 		// SASL_SSL with SCRAM-SHA-512 and the authorizer, issue 19
 		// (java_security_test.go, kcat_security_test.go,
 		// python_security_test.go).

@@ -43,14 +43,26 @@ func kafkaStreamsProtocolRow() row {
 		tools:   []string{"java", "mvn"},
 		timeout: 4 * time.Minute,
 		nodes:   3,
-		run:     runStreamsProtocol,
+		run:     func(ctx context.Context, env *rowEnv) error { return runStreamsProtocol(ctx, env, 3) },
 	}
 }
 
-func runStreamsProtocol(ctx context.Context, env *rowEnv) error {
+// kafkaStreamsProtocolOneNodeRow is the same app on one node, without a
+// kill: exact results, kafka-streams-groups.sh --list and --describe, and
+// --delete of the group once the app has left it.
+func kafkaStreamsProtocolOneNodeRow() row {
+	return row{
+		name:    "kafka-streams-protocol-1",
+		tools:   []string{"java", "mvn"},
+		timeout: 3 * time.Minute,
+		run:     func(ctx context.Context, env *rowEnv) error { return runStreamsProtocol(ctx, env, 1) },
+	}
+}
+
+func runStreamsProtocol(ctx context.Context, env *rowEnv, nodes int) error {
 	s := &streamsRun{
 		bootstrap: env.bootstrap,
-		rf:        3,
+		rf:        int16(nodes),
 		root:      env.root,
 		dir:       env.dir,
 		logf:      env.t.Logf,
@@ -105,6 +117,9 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv) error {
 	if err := streamsGroupsTool(ctx, env); err != nil {
 		return err
 	}
+	if nodes == 1 {
+		return finishStreamsProtocolOneNode(ctx, env, s, app, caughtUp)
+	}
 
 	// kill -9 the group's coordinator, then write while it is down.
 	coord, err := groupCoordinator(ctx, cl, streamsAppID)
@@ -142,6 +157,42 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv) error {
 		"results correct for %d keys over %d input records (one output record each); first round consumed %.1fs after start; "+
 		"coordinator node %d killed with kill -9, all input committed %.1fs later, %d rebalances across the kill\n",
 		streamsProtocolVersion, streamsKeys, s.produced, caughtUp.Seconds(), coord, recovered.Seconds(), app.rebalances()-rebalancesBefore)
+	return nil
+}
+
+// finishStreamsProtocolOneNode stops the app, checks its output, and
+// deletes its (then empty) group with kafka-streams-groups.sh --delete.
+func finishStreamsProtocolOneNode(ctx context.Context, env *rowEnv, s *streamsRun, app *streamsApp, caughtUp time.Duration) error {
+	if err := app.stop(ctx); err != nil {
+		return err
+	}
+	if err := s.checkOutput(ctx); err != nil {
+		return err
+	}
+	libs, err := fetchKafka44(ctx, env)
+	if err != nil {
+		return err
+	}
+	addr := env.bootstrap[0]
+	// Streams leaves its group on close; the delete needs it empty.
+	err = pollUntil(ctx, 30*time.Second, func() error {
+		_, err := kafka44Tool(ctx, env, libs, "kafka-streams-groups.sh", "--bootstrap-server", addr, "--delete", "--group", streamsAppID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("kafka-streams-groups.sh --delete: %w", err)
+	}
+	out, err := kafka44Tool(ctx, env, libs, "kafka-streams-groups.sh", "--bootstrap-server", addr, "--list")
+	if err != nil {
+		return err
+	}
+	if slices.Contains(strings.Fields(out), streamsAppID) {
+		return fmt.Errorf("kafka-streams-groups.sh --list after --delete still lists %s: %q", streamsAppID, strings.TrimSpace(out))
+	}
+	fmt.Printf("kafka-streams-protocol against sluice (1 node, Kafka Streams %s, group.protocol=streams, exactly_once_v2): "+
+		"results correct for %d keys over %d input records (one output record each), consumed %.1fs after start; "+
+		"kafka-streams-groups.sh listed, described and deleted the group\n",
+		streamsProtocolVersion, streamsKeys, s.produced, caughtUp.Seconds())
 	return nil
 }
 
