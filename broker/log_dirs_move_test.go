@@ -284,3 +284,76 @@ func TestAlterReplicaLogDirsResumesAfterRestart(t *testing.T) {
 	}
 	checkPartition(t, n, topic, 0, 100)
 }
+
+// TestAlterReplicaLogDirsFollowerUnderLoad: on three nodes, the follower
+// replica of node 2 moves between its log dirs while a producer writes
+// with acks=all: the move completes, node 2 is back in the ISR, and once
+// node 1 stops node 2 leads and serves every acknowledged record from its
+// new directory.
+func TestAlterReplicaLogDirsFollowerUnderLoad(t *testing.T) {
+	c := sluicetest.StartCluster(t, 3, jbodDirs)
+	c.WaitForBrokers(3)
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond))
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	const topic = "moving-follower"
+	createAssigned(t, cl, topic, []int32{1, 2, 3}, map[string]string{"segment.bytes": "65536", "min.insync.replicas": "2"})
+	c.WaitForISR(topic, 0, 3)
+	n2 := c.Node(2)
+	d1, d2 := filepath.Join(n2.Dir, "d1"), filepath.Join(n2.Dir, "d2")
+	from, to := d1, d2
+	if len(partitionsIn(describeBrokerDirs(t, adm, 2), topic)[d2]) == 1 {
+		from, to = d2, d1
+	}
+
+	prod := startAckedProducer(t, cl, topic)
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if n := prod.count(); n < 3000 {
+			return fmt.Errorf("%d records acknowledged", n)
+		}
+		return nil
+	})
+	var move kadm.AlterReplicaLogDirsReq
+	move.Add(to, kadm.TopicsSet{topic: {0: {}}})
+	resps, err := adm.AlterBrokerReplicaLogDirs(ctx, 2, move)
+	if err != nil {
+		t.Fatalf("alter replica log dirs: %v", err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			t.Fatalf("moving %s-%d to %s: %v", r.Topic, r.Partition, r.Dir, r.Err)
+		}
+	})
+	sluicetest.WaitFor(t, 60*time.Second, func() error {
+		if got := partitionsIn(describeBrokerDirs(t, adm, 2), topic); len(got[to]) != 1 || len(got[from]) != 0 {
+			return fmt.Errorf("node 2's replica in %v", got)
+		}
+		return nil
+	})
+	before := prod.count()
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if n := prod.count(); n < before+1000 {
+			return fmt.Errorf("%d acknowledged after the move, %d before", n, before)
+		}
+		return nil
+	})
+	acked := prod.finish()
+	t.Logf("moved node 2's follower of %s-0 from %s to %s; %d records acknowledged, %d produce errors",
+		topic, filepath.Base(from), filepath.Base(to), len(acked), prod.errs)
+	c.WaitForISR(topic, 0, 3)
+
+	// Node 1 stops: node 2, first in the assignment after it, leads from
+	// its new directory and serves every acknowledged record.
+	c.Stop(1)
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		md, err := topicMetadata(n2.Client(), topic)
+		if err != nil {
+			return err
+		}
+		if l := md.Partitions[0].Leader; l != 2 {
+			return fmt.Errorf("leader %d, want 2", l)
+		}
+		return nil
+	})
+	readBack(t, n2, topic, acked)
+}
