@@ -302,7 +302,9 @@ func TestStreamsShutdownAndEndpoints(t *testing.T) {
 	req = streamsHB("a", "p1", ea, nil, "")
 	req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = nil, nil, nil
 	resp, _ = c.StreamsHeartbeat(context.Background(), req, "c", "h", streamsSettingsForTest())
-	if resp.ErrorCode != 0 || !slices.ContainsFunc(resp.Status, func(s kmsg.StreamsGroupHeartbeatResponseStatus) bool { return s.StatusCode == streamsStatusShutdownApplication }) {
+	if resp.ErrorCode != 0 || !slices.ContainsFunc(resp.Status, func(s kmsg.StreamsGroupHeartbeatResponseStatus) bool {
+		return s.StatusCode == streamsStatusShutdownApplication
+	}) {
 		t.Fatalf("after b asked to shut down, a got %v %+v, want SHUTDOWN_APPLICATION", kerr.ErrorForCode(resp.ErrorCode), resp.Status)
 	}
 }
