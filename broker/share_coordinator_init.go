@@ -11,10 +11,14 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/share"
 )
+
+// shareInitTimeout bounds one InitializeShareState call.
+const shareInitTimeout = 5 * time.Second
 
 // shareStateInitializer is groups.ShareStateInitializer through the
 // broker's persister.
@@ -26,6 +30,11 @@ type shareStateInitializer struct{ b *Broker }
 // FENCED_STATE_EPOCH answer (state of this or a newer epoch exists) counts
 // as initialized.
 func (i shareStateInitializer) InitializeShareState(ctx context.Context, group string, groupEpoch int32, partitions groups.SharePartitions) error {
+	// The group coordinator's loader waits for this: a share coordinator
+	// that does not answer must not hold back the loads of
+	// __consumer_offsets partitions; the group asks again later.
+	ctx, cancel := context.WithTimeout(ctx, shareInitTimeout)
+	defer cancel()
 	p := i.b.shareState().mgr.Persister()
 	for _, id := range slices.SortedFunc(maps.Keys(partitions), func(a, b [16]byte) int { return slices.Compare(a[:], b[:]) }) {
 		for _, part := range partitions[id] {
