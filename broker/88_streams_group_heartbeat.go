@@ -20,15 +20,20 @@ package broker
 // READ on the group is needed (GROUP_AUTHORIZATION_FAILED), and DESCRIBE
 // on every source topic a joining member's topology names
 // (TOPIC_AUTHORIZATION_FAILED), as KafkaApis.handleStreamsGroupHeartbeat
-// checks; unlike Kafka, CREATE on the internal topics the coordinator
-// creates is not checked.
+// checks. The internal topics are created only with CREATE on the cluster
+// or on the topic; the others stay missing and the member is told so in
+// its MISSING_INTERNAL_TOPICS status ("Unauthorized to CREATE on topics
+// ..."), as in Kafka.
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/protocol"
 )
 
@@ -57,6 +62,24 @@ func (b *Broker) handleStreamsGroupHeartbeat(ctx context.Context, r *protocol.Re
 	}
 	clientID, host := memberClient(r)
 	resp, create := b.groups.StreamsHeartbeat(ctx, req, clientID, host, b.streamsGroupSettings(req.Group))
-	b.createStreamsInternalTopics(ctx, req.Group, create)
+	if len(create) > 0 {
+		may := b.metadataCreateAuth(r) // 03_metadata.go: CREATE on the cluster or the topic
+		var allowed []groups.StreamsTopicToCreate
+		var refused []string
+		for _, t := range create {
+			if may(t.Name) {
+				allowed = append(allowed, t)
+			} else {
+				refused = append(refused, t.Name)
+			}
+		}
+		if len(refused) > 0 {
+			s := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+			s.StatusCode = 3 // MISSING_INTERNAL_TOPICS
+			s.StatusDetail = fmt.Sprintf("Unauthorized to CREATE on topics %s.", strings.Join(refused, ", "))
+			resp.Status = append(resp.Status, s)
+		}
+		b.createStreamsInternalTopics(ctx, req.Group, allowed)
+	}
 	return resp, nil
 }

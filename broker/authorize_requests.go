@@ -34,8 +34,9 @@ package broker
 //	                        TOPIC_AUTHORIZATION_FAILED.
 //	StreamsGroupHeartbeat   READ on the group (GROUP_AUTHORIZATION_FAILED); a joining member
 //	                        DESCRIBE on every source topic of its topology
-//	                        (TOPIC_AUTHORIZATION_FAILED). Unlike Kafka, CREATE is not checked
-//	                        for the internal topics the coordinator creates.
+//	                        (TOPIC_AUTHORIZATION_FAILED); the internal topics the coordinator
+//	                        creates CREATE on the cluster or on the topic (else not created,
+//	                        and a MISSING_INTERNAL_TOPICS status says so).
 //	StreamsGroupDescribe    DESCRIBE per group.
 //	StreamsGroupTopologyDescriptionUpdate
 //	                        READ on the group.

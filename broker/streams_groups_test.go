@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -488,4 +489,35 @@ func TestStreamsGroupHeartbeatAuthorization(t *testing.T) {
 	}
 	m = &streamsMember{id: "m", process: "p", source: "open-in", changelog: "open-app-changelog"}
 	m.beatOK(ctx, t, cl, "open-app")
+}
+
+// TestStreamsGroupInternalTopicsNeedCreate: the coordinator creates a
+// group's internal topics only for a principal with CREATE on the cluster
+// or on the topic; otherwise the member is told "Unauthorized to CREATE"
+// in its MISSING_INTERNAL_TOPICS status and the topic is not created.
+func TestStreamsGroupInternalTopicsNeedCreate(t *testing.T) {
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := n.Admin()
+	createTopic(t, n, "in", 1, nil)
+	// The cluster's ACL last: once it has one, ACL changes need ALTER on it.
+	createACLs(t, adm, kadm.NewACLs().Topics("denied-changelog").Deny(anonymous).DenyHosts("*").Operations(kadm.OpCreate))
+	createACLs(t, adm, kadm.NewACLs().Topics("denied-changelog").Allow(anonymous).AllowHosts("*").Operations(kadm.OpDescribe))
+	createACLs(t, adm, kadm.NewACLs().Clusters().Deny(anonymous).DenyHosts("*").Operations(kadm.OpCreate))
+	cl := n.Client()
+	m := &streamsMember{id: "m", process: "p", source: "in", changelog: "denied-changelog"}
+	resp := m.beatOK(ctx, t, cl, "denied-app")
+	if !slices.ContainsFunc(resp.Status, func(s kmsg.StreamsGroupHeartbeatResponseStatus) bool {
+		return s.StatusCode == 3 && strings.Contains(s.StatusDetail, "Unauthorized to CREATE on topics denied-changelog")
+	}) {
+		t.Fatalf("statuses %+v, want MISSING_INTERNAL_TOPICS naming the unauthorized topic", resp.Status)
+	}
+	topics, err := adm.ListTopics(ctx, "denied-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := topics["denied-changelog"]; ok && d.Err == nil {
+		t.Fatalf("the coordinator created denied-changelog for a principal without CREATE")
+	}
 }
