@@ -27,8 +27,9 @@ package broker
 // the dirtiest log per directory, taking the directories in turn, where
 // Kafka compares all logs of the node.
 //
-// Lock order: logDirs.mu is taken after Broker.mu and before logstore's
-// locks are not taken under it, except in Log lookups (Dir.Log, a leaf).
+// Lock order: logDirs.mu is a leaf, taken after Broker.mu and, when
+// logstore reports a storage error (failDir), after a Log's append lock;
+// nothing in logstore is called while it is held.
 
 import (
 	"bufio"
