@@ -6,11 +6,14 @@ package compat
 // broker's streams group coordinator assigns its tasks and creates its
 // changelog) and processing.guarantee=exactly_once_v2, on three sluice
 // nodes with replication factor 3. The row sums a first round of input,
-// then kills the group's coordinator with kill -9 (which also leads some
-// of the input, output and changelog partitions), writes a second round
-// while that node is down, waits until the app has committed all input,
-// brings the node back and checks every key's sum and that the output
-// holds exactly one committed record per input record.
+// starts a second instance of the app (the coordinator moves a task to it
+// once the first released it: the group is Stable with two members that
+// both have tasks), then kills the group's coordinator with kill -9
+// (which also leads some of the input, output and changelog partitions),
+// writes a second round while that node is down, waits until the apps
+// have committed all input, brings the node back and checks every key's
+// sum and that the output holds exactly one committed record per input
+// record.
 //
 // The coordinator's successor loads the streams group from
 // __consumer_offsets (groups/streams_records.go), so the member keeps its
@@ -109,17 +112,43 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv, nodes int) error {
 		return err
 	}
 	caughtUp := time.Since(start)
-	group, err := describeStreamsGroup(ctx, cl, streamsAppID)
+	group, _, _, err := describeStreamsGroup(ctx, cl, streamsAppID)
 	if err != nil {
 		return err
 	}
-	env.t.Logf("before the kill: %s", group)
+	env.t.Logf("one app: %s", group)
 	if err := streamsGroupsTool(ctx, env); err != nil {
 		return err
 	}
 	if nodes == 1 {
 		return finishStreamsProtocolOneNode(ctx, env, s, app, caughtUp)
 	}
+
+	// A second instance joins: the coordinator moves a task to it once
+	// the first has released it.
+	app2, err := s.startApp(ctx, "app-2", filepath.Join(s.dir, "streams-state-2"))
+	if err != nil {
+		return err
+	}
+	defer app2.kill()
+	err = app2.pollUntil(ctx, streamsCatchUp, func() error {
+		if err := app.running(); err != nil {
+			return err
+		}
+		summary, g, busy, err := describeStreamsGroup(ctx, cl, streamsAppID)
+		if err != nil {
+			return err
+		}
+		if g.State != "Stable" || len(g.Members) != 2 || busy != 2 {
+			return fmt.Errorf("waiting for two members with tasks: %s", summary)
+		}
+		group = summary
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("second instance: %w", err)
+	}
+	env.t.Logf("two apps, before the kill: %s", group)
 
 	// kill -9 the group's coordinator, then write while it is down.
 	coord, err := groupCoordinator(ctx, cl, streamsAppID)
@@ -130,7 +159,7 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv, nodes int) error {
 	if idx < 0 {
 		return fmt.Errorf("the coordinator %d of %s is not one of the row's nodes", coord, streamsAppID)
 	}
-	rebalancesBefore := app.rebalances()
+	rebalancesBefore := app.rebalances() + app2.rebalances()
 	env.nodes[idx].kill()
 	killedAt := time.Now()
 	env.t.Logf("killed node %d (the coordinator of %s) with kill -9", coord, streamsAppID)
@@ -141,11 +170,14 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv, nodes int) error {
 		return fmt.Errorf("with node %d down: %w", coord, err)
 	}
 	recovered := time.Since(killedAt)
+	rebalances := app.rebalances() + app2.rebalances() - rebalancesBefore
 	if err := env.restartNode(ctx, coord); err != nil {
 		return err
 	}
-	if err := app.stop(ctx); err != nil {
-		return err
+	for _, a := range []*streamsApp{app2, app} {
+		if err := a.stop(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.checkOutput(ctx); err != nil {
 		return fmt.Errorf("after the kill -9 of node %d: %w", coord, err)
@@ -155,8 +187,8 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv, nodes int) error {
 	}
 	fmt.Printf("kafka-streams-protocol against sluice (3 nodes, Kafka Streams %s, group.protocol=streams, exactly_once_v2): "+
 		"results correct for %d keys over %d input records (one output record each); first round consumed %.1fs after start; "+
-		"coordinator node %d killed with kill -9, all input committed %.1fs later, %d rebalances across the kill\n",
-		streamsProtocolVersion, streamsKeys, s.produced, caughtUp.Seconds(), coord, recovered.Seconds(), app.rebalances()-rebalancesBefore)
+		"a second instance took a task over; coordinator node %d killed with kill -9, all input committed %.1fs later, %d rebalances across the kill\n",
+		streamsProtocolVersion, streamsKeys, s.produced, caughtUp.Seconds(), coord, recovered.Seconds(), rebalances)
 	return nil
 }
 
@@ -262,30 +294,34 @@ func groupCoordinator(ctx context.Context, cl *kgo.Client, group string) (int32,
 }
 
 // describeStreamsGroup sends StreamsGroupDescribe to the group's
-// coordinator and summarizes the answer.
-func describeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (string, error) {
+// coordinator and summarizes the answer; busy counts the members with at
+// least one active task.
+func describeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (summary string, g kmsg.StreamsGroupDescribeResponseGroup, busy int, err error) {
 	coord, err := groupCoordinator(ctx, cl, group)
 	if err != nil {
-		return "", err
+		return "", g, 0, err
 	}
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = []string{group}
 	kresp, err := cl.Broker(int(coord)).Request(ctx, req)
 	if err != nil {
-		return "", fmt.Errorf("StreamsGroupDescribe %s: %w", group, err)
+		return "", g, 0, fmt.Errorf("StreamsGroupDescribe %s: %w", group, err)
 	}
 	resp := kresp.(*kmsg.StreamsGroupDescribeResponse)
 	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
-		return "", fmt.Errorf("StreamsGroupDescribe %s: %+v", group, resp.Groups)
+		return "", g, 0, fmt.Errorf("StreamsGroupDescribe %s: %+v", group, resp.Groups)
 	}
-	g := resp.Groups[0]
+	g = resp.Groups[0]
 	var members []string
 	for _, m := range g.Members {
 		n := 0
 		for _, t := range m.Assignment.ActiveTasks {
 			n += len(t.Partitions)
 		}
+		if n > 0 {
+			busy++
+		}
 		members = append(members, fmt.Sprintf("%s epoch %d, %d active tasks", m.MemberID, m.MemberEpoch, n))
 	}
-	return fmt.Sprintf("streams group %s on node %d: %s, epoch %d, %d members [%s]", group, coord, g.State, g.Epoch, len(g.Members), strings.Join(members, "; ")), nil
+	return fmt.Sprintf("streams group %s on node %d: %s, epoch %d, %d members [%s]", group, coord, g.State, g.Epoch, len(g.Members), strings.Join(members, "; ")), g, busy, nil
 }
