@@ -248,7 +248,9 @@ func (sg *streamsGroup) stateName() string {
 	switch {
 	case len(sg.members) == 0:
 		return "Empty"
-	case sg.configured == nil || !sg.configured.ready():
+	case sg.configured == nil && sg.loadedHash == nil, sg.configured != nil && !sg.configured.ready():
+		// A group restored by a load counts as it was written until
+		// its first heartbeat configures the topology again.
 		return "NotReady"
 	case sg.epoch > sg.assignmentEpoch:
 		return "Assigning"

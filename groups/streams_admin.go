@@ -79,7 +79,11 @@ func (c *Coordinator) StreamsDescribe(name string, version int16, includeDescrip
 	if sg.topology != nil {
 		t := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 		t.Epoch = sg.topology.epoch
-		if sg.configured != nil && sg.configured.ready() {
+		cfg := sg.configured
+		if cfg == nil {
+			cfg = configure(sg.topology, c.topicsByName()) // restored by a load, not heartbeated yet
+		}
+		if cfg.ready() {
 			t.Subtopologies = sg.topology.wire()
 		}
 		out.Topology = &t
