@@ -58,8 +58,13 @@ func (b *Broker) runLogDirFailures(ctx context.Context) {
 }
 
 // takeFailedDirsOffline stops serving the replicas of every directory that
-// failed since the last call and closes its logs.
+// failed since the last call and closes its logs. It holds reconcileMu, so
+// no reconcile is between opening a log of such a directory and adding its
+// replica to the partition table: once the Dir is abandoned, no Open in it
+// succeeds.
 func (b *Broker) takeFailedDirsOffline() {
+	b.reconcileMu.Lock()
+	defer b.reconcileMu.Unlock()
 	s := b.dir
 	s.mu.Lock()
 	var failed []*logDir
