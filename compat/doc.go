@@ -6,7 +6,9 @@
 // runs the row against it:
 //
 //   - kgo: franz-go's own integration suite (github.com/twmb/franz-go/pkg/kgo
-//     at the version in go.mod), minus the tests listed in kgo_excluded.txt;
+//     at the version in go.mod), minus the tests listed in kgo_excluded.txt
+//     and, while the cluster does not serve share groups, its share-group
+//     tests (kgo_share_test.go);
 //   - librdkafka-suite, librdkafka-suite-txn: librdkafka v2.15.1's own
 //     integration tests (quick mode; librdkafka/suite_tests.txt), built from
 //     source by librdkafka/build.sh into a cache outside the repository,
@@ -18,9 +20,11 @@
 //     compat/kafkatools/fetch.sh fetches with Maven into a cache outside
 //     the repository.
 //
-// Each row reports its name, PASS or FAIL, its duration and its first failure
-// line. A tool a row needs that is not on PATH fails the row: a compat row
-// never skips.
+// Each row reports its name, PASS, FAIL or SKIP, its duration and its first
+// failure line (for SKIP, the reason). A tool a row needs that is not on
+// PATH fails the row: a row never skips for want of a tool, only when the
+// build under test cannot do what it tests yet (rowSkipped: a feature level
+// whose supported max is still 0).
 //
 // TestCompat runs only when SLUICE_COMPAT=1, so `go test ./...` on a machine
 // without kcat or Java still passes; scripts/test-all.sh sets it. See
