@@ -24,6 +24,7 @@ package compat
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,11 +85,23 @@ func runStreamsProtocol(ctx context.Context, env *rowEnv, nodes int) error {
 	}
 	defer cl.Close()
 	s.adm = kadm.NewClient(cl)
-	for _, topic := range []string{streamsInput, streamsOutput} {
-		resp, err := s.adm.CreateTopic(ctx, streamsPartitions, s.rf, nil, topic)
-		if err == nil {
-			err = resp.Err
+	// A run again in a kept SLUICE_COMPAT_LOGDIR finds the last run's
+	// group, topics and state directories: they go first.
+	_, _ = s.adm.DeleteGroup(ctx, streamsAppID)
+	_, _ = s.adm.DeleteTopics(ctx, streamsInput, streamsOutput, streamsChangelog)
+	for _, d := range []string{"streams-state", "streams-state-2"} {
+		if err := os.RemoveAll(filepath.Join(s.dir, d)); err != nil {
+			return err
 		}
+	}
+	for _, topic := range []string{streamsInput, streamsOutput} {
+		err := pollUntil(ctx, 30*time.Second, func() error {
+			resp, err := s.adm.CreateTopic(ctx, streamsPartitions, s.rf, nil, topic)
+			if err == nil {
+				err = resp.Err
+			}
+			return err // TOPIC_ALREADY_EXISTS while a deletion completes
+		})
 		if err != nil {
 			return fmt.Errorf("franz-go CreateTopic %s: %w", topic, err)
 		}
