@@ -76,13 +76,8 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, r *protoco
 // describe.
 func (b *Broker) describeShareGroupAllOffsets(ctx context.Context, r *protocol.Request, dg *kmsg.DescribeShareGroupOffsetsResponseGroup) {
 	parts, code := b.groups.InitializedSharePartitions(dg.GroupID)
-	if code != 0 {
-		setShareDescribeGroupError(dg, code)
-		return
-	}
-	img := b.metadata()
+	img := b.shareDescribeOffsetsImage(dg, code)
 	if img == nil {
-		setShareDescribeGroupError(dg, kerr.CoordinatorNotAvailable.Code)
 		return
 	}
 	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
@@ -99,13 +94,8 @@ func (b *Broker) describeShareGroupAllOffsets(ctx context.Context, r *protocol.R
 
 // describeShareGroupTopicOffsets answers a group that names its topics.
 func (b *Broker) describeShareGroupTopicOffsets(ctx context.Context, r *protocol.Request, topics []kmsg.DescribeShareGroupOffsetsRequestGroupTopic, dg *kmsg.DescribeShareGroupOffsetsResponseGroup) {
-	if code := b.groups.ShareOffsetsCoordinator(dg.GroupID); code != 0 {
-		setShareDescribeGroupError(dg, code)
-		return
-	}
-	img := b.metadata()
+	img := b.shareDescribeOffsetsImage(dg, b.groups.ShareOffsetsCoordinator(dg.GroupID))
 	if img == nil {
-		setShareDescribeGroupError(dg, kerr.CoordinatorNotAvailable.Code)
 		return
 	}
 	describable := b.topicAuth(r, kmsg.ACLOperationDescribe)
@@ -144,9 +134,20 @@ func shareOffsetsUnknownTopic(rt kmsg.DescribeShareGroupOffsetsRequestGroupTopic
 	return out
 }
 
-func setShareDescribeGroupError(dg *kmsg.DescribeShareGroupOffsetsResponseGroup, code int16) {
+// shareDescribeOffsetsImage is the metadata image a group of
+// DescribeShareGroupOffsets is answered from, once the group coordinator
+// answered code for it: nil, with the group's error set, when code is an
+// error or this broker has no image yet (COORDINATOR_NOT_AVAILABLE).
+func (b *Broker) shareDescribeOffsetsImage(dg *kmsg.DescribeShareGroupOffsetsResponseGroup, code int16) *controller.Image {
+	if code == 0 {
+		if img := b.metadata(); img != nil {
+			return img
+		}
+		code = kerr.CoordinatorNotAvailable.Code
+	}
 	dg.ErrorCode = code
 	dg.ErrorMessage = errorMessage(kerr.ErrorForCode(code))
+	return nil
 }
 
 // shareOffsetTopics reads the state summary of each wanted partition and

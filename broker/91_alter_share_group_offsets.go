@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/protocol"
 	"github.com/sluicedev/sluice/share"
@@ -46,23 +47,12 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, r *protocol.R
 	req := r.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 	topLevel := func(code int16, msg string) (kmsg.Response, error) {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		} else {
-			resp.ErrorMessage = errorMessage(kerr.ErrorForCode(code))
-		}
+		resp.ErrorCode, resp.ErrorMessage = code, shareOffsetsTopLevelMessage(code, msg)
 		return resp, nil
 	}
-	switch {
-	case !b.shareGroupsEnabled():
-		return topLevel(kerr.UnsupportedVersion.Code, "")
-	case !b.authorizedGroup(r, kmsg.ACLOperationRead, req.GroupID):
-		return topLevel(kerr.GroupAuthorizationFailed.Code, "")
-	}
-	img := b.metadata()
-	if img == nil {
-		return topLevel(kerr.CoordinatorNotAvailable.Code, "")
+	img, code := b.shareOffsetsGate(r, kmsg.ACLOperationRead, req.GroupID)
+	if code != 0 {
+		return topLevel(code, "")
 	}
 	readable := b.topicAuth(r, kmsg.ACLOperationRead)
 
@@ -140,6 +130,36 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, r *protocol.R
 	}
 	resp.Topics = append(refused, answered...)
 	return resp, nil
+}
+
+// shareOffsetsGate runs the checks AlterShareGroupOffsets and
+// DeleteShareGroupOffsets make before they look at the request's topics,
+// in Kafka's order: share.version (UNSUPPORTED_VERSION), op on the group
+// (GROUP_AUTHORIZATION_FAILED), then a metadata image to resolve the
+// topics in (COORDINATOR_NOT_AVAILABLE until this broker has one). It
+// returns the image, or the top-level error code and no image.
+func (b *Broker) shareOffsetsGate(r *protocol.Request, op kmsg.ACLOperation, group string) (*controller.Image, int16) {
+	switch {
+	case !b.shareGroupsEnabled():
+		return nil, kerr.UnsupportedVersion.Code
+	case !b.authorizedGroup(r, op, group):
+		return nil, kerr.GroupAuthorizationFailed.Code
+	}
+	img := b.metadata()
+	if img == nil {
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	return img, 0
+}
+
+// shareOffsetsTopLevelMessage is the message of a top-level error of
+// AlterShareGroupOffsets or DeleteShareGroupOffsets: the group
+// coordinator's msg when it gave one, else the description of code.
+func shareOffsetsTopLevelMessage(code int16, msg string) *string {
+	if msg != "" {
+		return &msg
+	}
+	return errorMessage(kerr.ErrorForCode(code))
 }
 
 // initializeShareOffset sets key's state to start at offset with no

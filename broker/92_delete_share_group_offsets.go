@@ -34,23 +34,12 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, r *protocol.
 	req := r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	topLevel := func(code int16, msg string) (kmsg.Response, error) {
-		resp.ErrorCode = code
-		if msg != "" {
-			resp.ErrorMessage = &msg
-		} else {
-			resp.ErrorMessage = errorMessage(kerr.ErrorForCode(code))
-		}
+		resp.ErrorCode, resp.ErrorMessage = code, shareOffsetsTopLevelMessage(code, msg)
 		return resp, nil
 	}
-	switch {
-	case !b.shareGroupsEnabled():
-		return topLevel(kerr.UnsupportedVersion.Code, "")
-	case !b.authorizedGroup(r, kmsg.ACLOperationDelete, req.GroupID):
-		return topLevel(kerr.GroupAuthorizationFailed.Code, "")
-	}
-	img := b.metadata()
-	if img == nil {
-		return topLevel(kerr.CoordinatorNotAvailable.Code, "")
+	img, code := b.shareOffsetsGate(r, kmsg.ACLOperationDelete, req.GroupID)
+	if code != 0 {
+		return topLevel(code, "")
 	}
 	readable := b.topicAuth(r, kmsg.ACLOperationRead)
 	var refused, unknown []kmsg.DeleteShareGroupOffsetsResponseTopic

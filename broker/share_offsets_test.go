@@ -39,15 +39,10 @@ func shareConsumeAll(t *testing.T, n *sluicetest.Node, group, topic string, want
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	got := make(map[int32][]int64)
+	got := acceptShareRecords(ctx, cl, want)
 	count := 0
-	for count < want && ctx.Err() == nil {
-		fs := cl.PollRecords(ctx, 100)
-		for _, r := range fs.Records() {
-			r.Ack(kgo.AckAccept)
-			got[r.Partition] = append(got[r.Partition], r.Offset)
-			count++
-		}
+	for _, offsets := range got {
+		count += len(offsets)
 	}
 	if count < want {
 		t.Fatalf("share consumer of %s got %d records, want %d: %v", group, count, want, got)
@@ -57,6 +52,61 @@ func shareConsumeAll(t *testing.T, n *sluicetest.Node, group, topic string, want
 	defer fcancel()
 	_ = cl.FlushAcks(fctx)
 	return got
+}
+
+// acceptShareRecords polls the share consumer cl, accepting every record,
+// until want records came or ctx ends; it returns partition → offsets
+// delivered, in delivery order. The acknowledgements are the caller's to
+// flush.
+func acceptShareRecords(ctx context.Context, cl *kgo.Client, want int) map[int32][]int64 {
+	got := make(map[int32][]int64)
+	for count := 0; count < want && ctx.Err() == nil; {
+		for _, r := range cl.PollRecords(ctx, 100).Records() {
+			r.Ack(kgo.AckAccept)
+			got[r.Partition] = append(got[r.Partition], r.Offset)
+			count++
+		}
+	}
+	return got
+}
+
+// createTopicAwayFromCoordinator waits for group's coordinator among the
+// three nodes cl reaches and creates topic with one partition whose only
+// replica is on another node, so that the partition's leader is not the
+// group coordinator.
+func createTopicAwayFromCoordinator(ctx context.Context, t *testing.T, cl *kgo.Client, adm *kadm.Client, group, topic string) {
+	t.Helper()
+	var coordinator int32
+	for ctx.Err() == nil {
+		r := adm.FindGroupCoordinators(ctx, group)[group]
+		if r.Err == nil {
+			coordinator = r.NodeID
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	createAssigned(t, cl, topic, []int32{coordinator%3 + 1}, nil)
+}
+
+// describeShareTopicOffsets sends a DescribeShareGroupOffsets of group
+// naming partition 0 of each of topics (kadm describes only the
+// partitions the group initialized).
+func describeShareTopicOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, group string, topics ...string) *kmsg.DescribeShareGroupOffsetsResponse {
+	t.Helper()
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = group
+	for _, name := range topics {
+		rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+		rt.Topic, rt.Partitions = name, []int32{0}
+		rg.Topics = append(rg.Topics, rt)
+	}
+	req.Groups = append(req.Groups, rg)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // waitShareGroupEmpty waits until the share group has no members.
@@ -128,13 +178,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	member := n.Client(kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	for got := 0; got < 20 && ctx.Err() == nil; {
-		fs := member.PollRecords(ctx, 100)
-		for _, r := range fs.Records() {
-			r.Ack(kgo.AckAccept)
-			got++
-		}
-	}
+	acceptShareRecords(ctx, member, 20)
 	if err := member.FlushAcks(ctx); err != nil {
 		t.Fatalf("FlushAcks: %v", err)
 	}
@@ -199,17 +243,7 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 		t.Fatalf("DeleteShareGroupOffsets of a group that does not exist: %v", err)
 	}
 	// Named topics are read whatever the group: no state is start offset -1.
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-	rg.GroupID = group
-	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
-	rt.Topic, rt.Partitions = topic, []int32{0}
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, n.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := describeShareTopicOffsets(ctx, t, n.Client(), group, topic)
 	if p := resp.Groups[0].Topics[0].Partitions[0]; p.StartOffset != -1 || p.Lag != -1 || p.ErrorCode != 0 {
 		t.Fatalf("deleted state describes as %+v, want start offset -1", p)
 	}
@@ -259,17 +293,7 @@ func TestShareGroupOffsetsNewGroupAndDeleteGroups(t *testing.T) {
 	if err != nil || dr.Error() != nil {
 		t.Fatalf("DeleteGroups: %v %v", err, dr)
 	}
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-	rg.GroupID = "sg-new"
-	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
-	rt.Topic, rt.Partitions = topic, []int32{0}
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, n.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := describeShareTopicOffsets(ctx, t, n.Client(), "sg-new", topic)
 	if p := resp.Groups[0].Topics[0].Partitions[0]; p.StartOffset != -1 {
 		t.Fatalf("after DeleteGroups the state describes as %+v, want start offset -1", p)
 	}
@@ -308,19 +332,7 @@ func TestShareGroupOffsetsAuthorization(t *testing.T) {
 	if e, ok := rs.Lookup("sq-open", 0); !ok || e != nil {
 		t.Fatalf("AlterShareGroupOffsets with READ on the topic: %v %v", e, ok)
 	}
-	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-	rg.GroupID = "g-open"
-	for _, name := range []string{"sq-open", "sq-closed"} {
-		rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
-		rt.Topic, rt.Partitions = name, []int32{0}
-		rg.Topics = append(rg.Topics, rt)
-	}
-	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, n.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := describeShareTopicOffsets(ctx, t, n.Client(), "g-open", "sq-open", "sq-closed")
 	for _, rt := range resp.Groups[0].Topics {
 		p := rt.Partitions[0]
 		switch rt.Topic {
@@ -358,17 +370,7 @@ func TestShareGroupOffsetsLagOfRemoteLeader(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var coordinator int32
-	for ctx.Err() == nil {
-		r := adm.FindGroupCoordinators(ctx, group)[group]
-		if r.Err == nil {
-			coordinator = r.NodeID
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	leader := coordinator%3 + 1
-	createAssigned(t, cl, topic, []int32{leader}, nil)
+	createTopicAwayFromCoordinator(ctx, t, cl, adm, group, topic)
 	if err := produce(cl, topic, valuesN("r", 20)...); err != nil {
 		t.Fatal(err)
 	}
@@ -424,17 +426,7 @@ func TestShareGroupOffsetsAlterReachesRemoteLeader(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var coordinator int32
-	for ctx.Err() == nil {
-		r := adm.FindGroupCoordinators(ctx, group)[group]
-		if r.Err == nil {
-			coordinator = r.NodeID
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	leader := coordinator%3 + 1
-	createAssigned(t, cl, topic, []int32{leader}, nil)
+	createTopicAwayFromCoordinator(ctx, t, cl, adm, group, topic)
 	mustAlterGroupConfigs(t, cl, group, "set:share.auto.offset.reset=earliest")
 	if err := produce(cl, topic, valuesN("r", 10)...); err != nil {
 		t.Fatal(err)
@@ -443,15 +435,9 @@ func TestShareGroupOffsetsAlterReachesRemoteLeader(t *testing.T) {
 		t.Helper()
 		m := clusterClient(c, kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
 		defer m.Close()
-		var got []int64
 		cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 		defer ccancel()
-		for len(got) < want && cctx.Err() == nil {
-			for _, r := range m.PollRecords(cctx, 100).Records() {
-				r.Ack(kgo.AckAccept)
-				got = append(got, r.Offset)
-			}
-		}
+		got := acceptShareRecords(cctx, m, want)[0]
 		_ = m.FlushAcks(cctx)
 		return got
 	}
