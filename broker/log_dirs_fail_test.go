@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func TestLogDirFailureMovesOnlyItsPartitions(t *testing.T) {
 	produceTo(t, cl, topic, 6, 20)
 
 	n2 := c.Node(2)
-	d2 := filepath.Join(n2.Dir, "d2")
+	d1, d2 := jbodDirsOf(n2)
 	inD2 := partitionsIn(describeBrokerDirs(t, n2.Admin(), 2), topic)[d2]
 	slices.Sort(inD2)
 	t.Logf("node 2 holds partitions %v of %s in %s", inD2, topic, d2)
@@ -85,8 +84,8 @@ func TestLogDirFailureMovesOnlyItsPartitions(t *testing.T) {
 		return nil
 	})
 	dirs := describeBrokerDirs(t, n2.Admin(), 2)
-	if !errors.Is(dirs[d2].Err, kerr.KafkaStorageError) || dirs[filepath.Join(n2.Dir, "d1")].Err != nil {
-		t.Fatalf("node 2's dirs: d1 %v, d2 %v; want d2 KAFKA_STORAGE_ERROR only", dirs[filepath.Join(n2.Dir, "d1")].Err, dirs[d2].Err)
+	if !errors.Is(dirs[d2].Err, kerr.KafkaStorageError) || dirs[d1].Err != nil {
+		t.Fatalf("node 2's dirs: d1 %v, d2 %v; want d2 KAFKA_STORAGE_ERROR only", dirs[d1].Err, dirs[d2].Err)
 	}
 
 	// Every partition takes writes again, and everything reads back.

@@ -68,6 +68,17 @@ func (p *ackedProducer) count() int {
 	return len(p.acked)
 }
 
+// waitAcked waits until at least n records are acknowledged.
+func (p *ackedProducer) waitAcked(t *testing.T, n int) {
+	t.Helper()
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if c := p.count(); c < n {
+			return fmt.Errorf("%d records acknowledged, want %d", c, n)
+		}
+		return nil
+	})
+}
+
 func (p *ackedProducer) finish() map[int64]string {
 	close(p.stop)
 	<-p.done
@@ -102,6 +113,40 @@ func readBack(t *testing.T, n *sluicetest.Node, topic string, acked map[int64]st
 	}
 }
 
+// moveReplica moves node's replica of topic's partition 0 from its log dir
+// from to its log dir to with AlterReplicaLogDirs, and waits until
+// DescribeLogDirs shows it in to only.
+func moveReplica(t *testing.T, adm *kadm.Client, node int32, topic, from, to string) {
+	t.Helper()
+	var move kadm.AlterReplicaLogDirsReq
+	move.Add(to, kadm.TopicsSet{topic: {0: {}}})
+	resps, err := adm.AlterBrokerReplicaLogDirs(context.Background(), node, move)
+	if err != nil {
+		t.Fatalf("alter replica log dirs: %v", err)
+	}
+	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+		if r.Err != nil {
+			t.Fatalf("moving %s-%d to %s: %v", r.Topic, r.Partition, r.Dir, r.Err)
+		}
+	})
+	sluicetest.WaitFor(t, 60*time.Second, func() error {
+		if got := partitionsIn(describeBrokerDirs(t, adm, node), topic); len(got[to]) != 1 || len(got[from]) != 0 {
+			return fmt.Errorf("node %d's replica in %v", node, got)
+		}
+		return nil
+	})
+}
+
+// replicaDirs returns the one of the log dirs d1 and d2 of node that holds
+// topic's partition 0, and the other one.
+func replicaDirs(t *testing.T, adm *kadm.Client, node int32, topic, d1, d2 string) (from, to string) {
+	t.Helper()
+	if len(partitionsIn(describeBrokerDirs(t, adm, node), topic)[d2]) == 1 {
+		return d2, d1
+	}
+	return d1, d2
+}
+
 func maxKey(m map[int64]string) int64 {
 	var out int64 = -1
 	for k := range m {
@@ -117,19 +162,12 @@ func maxKey(m map[int64]string) int64 {
 // restart.
 func TestAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	n := sluicetest.Start(t, jbodDirs)
-	d1, d2 := filepath.Join(n.Dir, "d1"), filepath.Join(n.Dir, "d2")
+	d1, d2 := jbodDirsOf(n)
 	adm := n.Admin()
 	ctx := context.Background()
 	const topic = "moving"
-	cfg := map[string]*string{"segment.bytes": kadm.StringPtr("65536")}
-	if _, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	from := d1
-	if len(partitionsIn(describeDirs(t, adm), topic)[d2]) == 1 {
-		from = d2
-	}
-	to := map[string]string{d1: d2, d2: d1}[from]
+	createTopic(t, n, topic, 1, map[string]*string{"segment.bytes": kadm.StringPtr("65536")})
+	from, to := replicaDirs(t, adm, 1, topic, d1, d2)
 
 	// Errors first: a path that is not a log dir, a partition not here.
 	var bad kadm.AlterReplicaLogDirsReq
@@ -150,37 +188,10 @@ func TestAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	})
 
 	prod := startAckedProducer(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond)), topic)
-	sluicetest.WaitFor(t, 30*time.Second, func() error {
-		if c := prod.count(); c < 3000 {
-			return fmt.Errorf("%d records acknowledged", c)
-		}
-		return nil
-	})
-	var move kadm.AlterReplicaLogDirsReq
-	move.Add(to, kadm.TopicsSet{topic: {0: {}}})
-	resps, err = adm.AlterBrokerReplicaLogDirs(ctx, 1, move)
-	if err != nil {
-		t.Fatalf("alter replica log dirs: %v", err)
-	}
-	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
-		if r.Err != nil {
-			t.Fatalf("moving %s-%d to %s: %v", r.Topic, r.Partition, r.Dir, r.Err)
-		}
-	})
-	sluicetest.WaitFor(t, 60*time.Second, func() error {
-		dirs := describeDirs(t, adm)
-		if got := partitionsIn(dirs, topic); len(got[to]) != 1 || len(got[from]) != 0 {
-			return fmt.Errorf("replica in %v", got)
-		}
-		return nil
-	})
+	prod.waitAcked(t, 3000)
+	moveReplica(t, adm, 1, topic, from, to)
 	before := prod.count()
-	sluicetest.WaitFor(t, 30*time.Second, func() error {
-		if c := prod.count(); c < before+1000 {
-			return fmt.Errorf("%d records acknowledged after the move, %d before", c, before)
-		}
-		return nil
-	})
+	prod.waitAcked(t, before+1000)
 	acked := prod.finish()
 	t.Logf("moved %s-0 from %s to %s; %d records acknowledged (%d before the move completed), %d produce errors",
 		topic, filepath.Base(from), filepath.Base(to), len(acked), before, prod.errs)
@@ -252,17 +263,12 @@ func TestReassignToNamedLogDir(t *testing.T) {
 // destination with every record.
 func TestAlterReplicaLogDirsResumesAfterRestart(t *testing.T) {
 	n := sluicetest.Start(t, jbodDirs)
-	d1, d2 := filepath.Join(n.Dir, "d1"), filepath.Join(n.Dir, "d2")
+	d1, d2 := jbodDirsOf(n)
 	adm := n.Admin()
 	const topic = "resumed"
-	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, topic); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
+	createTopic(t, n, topic, 1, nil)
 	produceTo(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 1, 100)
-	from, to := d1, d2
-	if len(partitionsIn(describeDirs(t, adm), topic)[d2]) == 1 {
-		from, to = d2, d1
-	}
+	from, to := replicaDirs(t, adm, 1, topic, d1, d2)
 	n.Stop()
 	partial := filepath.Join(to, topic+"-0.0123456789abcdef0123456789abcdef-future")
 	if err := os.MkdirAll(partial, 0o755); err != nil {
@@ -295,48 +301,18 @@ func TestAlterReplicaLogDirsFollowerUnderLoad(t *testing.T) {
 	c.WaitForBrokers(3)
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond))
 	adm := kadm.NewClient(cl)
-	ctx := context.Background()
 	const topic = "moving-follower"
 	createAssigned(t, cl, topic, []int32{1, 2, 3}, map[string]string{"segment.bytes": "65536", "min.insync.replicas": "2"})
 	c.WaitForISR(topic, 0, 3)
 	n2 := c.Node(2)
-	d1, d2 := filepath.Join(n2.Dir, "d1"), filepath.Join(n2.Dir, "d2")
-	from, to := d1, d2
-	if len(partitionsIn(describeBrokerDirs(t, adm, 2), topic)[d2]) == 1 {
-		from, to = d2, d1
-	}
+	d1, d2 := jbodDirsOf(n2)
+	from, to := replicaDirs(t, adm, 2, topic, d1, d2)
 
 	prod := startAckedProducer(t, cl, topic)
-	sluicetest.WaitFor(t, 30*time.Second, func() error {
-		if n := prod.count(); n < 3000 {
-			return fmt.Errorf("%d records acknowledged", n)
-		}
-		return nil
-	})
-	var move kadm.AlterReplicaLogDirsReq
-	move.Add(to, kadm.TopicsSet{topic: {0: {}}})
-	resps, err := adm.AlterBrokerReplicaLogDirs(ctx, 2, move)
-	if err != nil {
-		t.Fatalf("alter replica log dirs: %v", err)
-	}
-	resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
-		if r.Err != nil {
-			t.Fatalf("moving %s-%d to %s: %v", r.Topic, r.Partition, r.Dir, r.Err)
-		}
-	})
-	sluicetest.WaitFor(t, 60*time.Second, func() error {
-		if got := partitionsIn(describeBrokerDirs(t, adm, 2), topic); len(got[to]) != 1 || len(got[from]) != 0 {
-			return fmt.Errorf("node 2's replica in %v", got)
-		}
-		return nil
-	})
+	prod.waitAcked(t, 3000)
+	moveReplica(t, adm, 2, topic, from, to)
 	before := prod.count()
-	sluicetest.WaitFor(t, 30*time.Second, func() error {
-		if n := prod.count(); n < before+1000 {
-			return fmt.Errorf("%d acknowledged after the move, %d before", n, before)
-		}
-		return nil
-	})
+	prod.waitAcked(t, before+1000)
 	acked := prod.finish()
 	t.Logf("moved node 2's follower of %s-0 from %s to %s; %d records acknowledged, %d produce errors",
 		topic, filepath.Base(from), filepath.Base(to), len(acked), prod.errs)

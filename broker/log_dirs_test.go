@@ -24,6 +24,11 @@ import (
 // jbodDirs is a log.dirs override giving a node two directories.
 const jbodDirs = "log.dirs={node.dir}/d1,{node.dir}/d2"
 
+// jbodDirsOf returns the two log dirs jbodDirs gives node n.
+func jbodDirsOf(n *sluicetest.Node) (d1, d2 string) {
+	return filepath.Join(n.Dir, "d1"), filepath.Join(n.Dir, "d2")
+}
+
 // describeDirs asks node 1 for its log dirs.
 func describeDirs(t *testing.T, adm *kadm.Client) kadm.DescribedLogDirs {
 	t.Helper()
@@ -63,13 +68,10 @@ func partitionsIn(dirs kadm.DescribedLogDirs, topic string) map[string][]int32 {
 // and reads back whole.
 func TestLogDirsPlacement(t *testing.T) {
 	n := sluicetest.Start(t, jbodDirs)
-	d1, d2 := filepath.Join(n.Dir, "d1"), filepath.Join(n.Dir, "d2")
+	d1, d2 := jbodDirsOf(n)
 	adm := n.Admin()
-	ctx := context.Background()
 	const topic = "jbod"
-	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
+	createTopic(t, n, topic, 6, nil)
 	produceTo(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 6, 50)
 
 	dirs := describeDirs(t, adm)
@@ -123,9 +125,7 @@ func TestLogDirsPlacement(t *testing.T) {
 	// A new topic goes to the directories with the fewest replicas: a
 	// one-partition topic lands somewhere, the next in the other one.
 	for _, name := range []string{"jbod-a", "jbod-b"} {
-		if _, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil {
-			t.Fatalf("create topic: %v", err)
-		}
+		createTopic(t, n, name, 1, nil)
 	}
 	dirs = describeDirs(t, adm)
 	a, b := partitionsIn(dirs, "jbod-a"), partitionsIn(dirs, "jbod-b")
@@ -146,9 +146,7 @@ func TestLogDirsOfflineAtStart(t *testing.T) {
 	}
 	n := sluicetest.Start(t, "log.dirs="+d1+","+d2)
 	adm := n.Admin()
-	if _, err := adm.CreateTopic(context.Background(), 2, 1, nil, "half"); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
+	createTopic(t, n, "half", 2, nil)
 	produceTo(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), "half", 2, 10)
 	dirs := describeDirs(t, adm)
 	if !errors.Is(dirs[d2].Err, kerr.KafkaStorageError) || dirs[d1].Err != nil {
