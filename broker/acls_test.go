@@ -21,8 +21,6 @@ import (
 	"github.com/sluicedev/sluice/sluicetest"
 )
 
-const standardAuthorizer = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
 // describedACLs lists every ACL node answers, as "TYPE:PATTERN:name principal host OP PERM".
 func describedACLs(t *testing.T, adm *kadm.Client) ([]string, error) {
 	t.Helper()
@@ -94,7 +92,7 @@ func TestACLsSecurityDisabled(t *testing.T) {
 // INVALID_REQUEST messages), describe them by filters, MATCH included,
 // delete some, and find the rest after a restart.
 func TestACLsAdmin(t *testing.T) {
-	n := sluicetest.Start(t, standardAuthorizer, "super.users=User:ANONYMOUS")
+	n := sluicetest.Start(t, withAuthorizer, "super.users=User:ANONYMOUS")
 	adm := n.Admin()
 	ctx := context.Background()
 
@@ -225,7 +223,7 @@ func TestACLsAdmin(t *testing.T) {
 // code is refused while Kafka parses the request, which closes the
 // connection.
 func TestACLsUnknownElementClosesConnection(t *testing.T) {
-	n := sluicetest.Start(t, standardAuthorizer, "super.users=User:ANONYMOUS")
+	n := sluicetest.Start(t, withAuthorizer, "super.users=User:ANONYMOUS")
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	req.Operation, req.PermissionType = kmsg.ACLOperationUnknown, kmsg.ACLPermissionTypeAny
@@ -251,31 +249,19 @@ func TestACLsUnknownElementClosesConnection(t *testing.T) {
 // CIDR range does not match, and the KIP-430 authorized operations show
 // what the principal may do.
 func TestACLsEnforced(t *testing.T) {
-	n := sluicetest.Start(t, standardAuthorizer, "allow.everyone.if.no.acl.found=true")
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
 	adm := n.Admin()
 	ctx := context.Background()
-	mustCreate := func(b *kadm.ACLBuilder) {
-		t.Helper()
-		rs, err := adm.CreateACLs(ctx, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rs {
-			if r.Err != nil {
-				t.Fatalf("create %+v", r)
-			}
-		}
-	}
 	// No ACL names the cluster yet: allowed by allow.everyone.
-	mustCreate(kadm.NewACLs().Topics("ops-").ResourcePatternType(kadm.ACLPatternPrefixed).
+	createACLs(t, adm, kadm.NewACLs().Topics("ops-").ResourcePatternType(kadm.ACLPatternPrefixed).
 		Allow("User:ANONYMOUS").AllowHosts("127.0.0.0/8").Operations(kadm.OpWrite))
-	mustCreate(kadm.NewACLs().Topics("ops-").ResourcePatternType(kadm.ACLPatternPrefixed).
+	createACLs(t, adm, kadm.NewACLs().Topics("ops-").ResourcePatternType(kadm.ACLPatternPrefixed).
 		Allow("User:*").AllowHosts("10.0.0.0/8").Operations(kadm.OpRead))
-	mustCreate(kadm.NewACLs().Topics("ops-secret").Deny("User:ANONYMOUS").DenyHosts("*").Operations(kadm.OpWrite))
+	createACLs(t, adm, kadm.NewACLs().Topics("ops-secret").Deny("User:ANONYMOUS").DenyHosts("*").Operations(kadm.OpWrite))
 	// ALTER on the cluster for ANONYMOUS from loopback, DESCRIBE from
 	// another network only: ACLs on the cluster turn off allow.everyone
 	// for it.
-	mustCreate(kadm.NewACLs().Clusters().Allow("User:ANONYMOUS").AllowHosts("127.0.0.1").Operations(kadm.OpAlter, kadm.OpCreate))
+	createACLs(t, adm, kadm.NewACLs().Clusters().Allow("User:ANONYMOUS").AllowHosts("127.0.0.1").Operations(kadm.OpAlter, kadm.OpCreate))
 
 	createTopic(t, n, "ops-a", 1, nil)
 	createTopic(t, n, "ops-secret", 1, nil)
@@ -366,7 +352,7 @@ func TestACLsEnforced(t *testing.T) {
 // other and enforced there (KIP-430 operations), survive a restart of a
 // broker, and are deleted through a third.
 func TestACLsCluster(t *testing.T) {
-	c := sluicetest.StartCluster(t, 3, standardAuthorizer, "super.users=User:admin", "allow.everyone.if.no.acl.found=true")
+	c := sluicetest.StartCluster(t, 3, withAuthorizer, "super.users=User:admin", "allow.everyone.if.no.acl.found=true")
 	ctx := context.Background()
 	adm := func(id int) *kadm.Client { return c.Node(id).Admin() }
 	rs, err := adm(1).CreateACLs(ctx, kadm.NewACLs().Topics("c-").ResourcePatternType(kadm.ACLPatternPrefixed).
