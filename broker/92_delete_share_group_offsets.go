@@ -28,6 +28,7 @@ import (
 
 	"github.com/sluicedev/sluice/groups"
 	"github.com/sluicedev/sluice/protocol"
+	"github.com/sluicedev/sluice/share"
 )
 
 func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
@@ -61,14 +62,12 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, r *protocol.
 		}
 	}
 
-	mgr := b.shareState().mgr
 	results, code, msg := b.groups.DeleteShareOffsets(ctx, req.GroupID, topics, func(ctx context.Context, parts groups.SharePartitions) map[[16]byte]error {
 		out := make(map[[16]byte]error)
-		for _, key := range sharePartitionsOf(req.GroupID, parts) {
-			if err := mgr.Persister().DeleteState(ctx, key); err != nil && out[key.TopicID] == nil {
+		for key, err := range b.deleteShareStates(ctx, req.GroupID, parts) {
+			if out[key.TopicID] == nil {
 				out[key.TopicID] = fmt.Errorf("%w: %v", kerr.ErrorForCode(shareErrorCode(err)), err)
 			}
-			mgr.Forget(key)
 		}
 		return out
 	})
@@ -116,13 +115,27 @@ func (b *Broker) deleteGroupShareState(ctx context.Context, group string) int16 
 	if !isShare || code != 0 {
 		return code
 	}
-	mgr := b.shareState().mgr
 	var failed error
+	for _, err := range b.deleteShareStates(ctx, group, parts) {
+		failed = err
+		break
+	}
+	return shareErrorCode(failed)
+}
+
+// deleteShareStates deletes the share-partition state of group's parts
+// (share.Persister.DeleteState) and drops this broker's loaded
+// share-partition of each key (share.Manager.Forget), whether or not its
+// deletion succeeded. It returns the keys whose deletion failed, with
+// their errors.
+func (b *Broker) deleteShareStates(ctx context.Context, group string, parts groups.SharePartitions) map[share.Key]error {
+	mgr := b.shareState().mgr
+	failed := make(map[share.Key]error)
 	for _, key := range sharePartitionsOf(group, parts) {
-		if err := mgr.Persister().DeleteState(ctx, key); err != nil && failed == nil {
-			failed = err
+		if err := mgr.Persister().DeleteState(ctx, key); err != nil {
+			failed[key] = err
 		}
 		mgr.Forget(key)
 	}
-	return shareErrorCode(failed)
+	return failed
 }
