@@ -19,31 +19,12 @@ import (
 func (c *Coordinator) ConsumerDescribe(name string) kmsg.ConsumerGroupDescribeResponseGroup {
 	out := kmsg.NewConsumerGroupDescribeResponseGroup()
 	out.Group = name
-	notFound := func(format string) kmsg.ConsumerGroupDescribeResponseGroup {
-		out.ErrorCode = kerr.GroupIDNotFound.Code
-		msg := fmt.Sprintf(format, name)
-		out.ErrorMessage = &msg
-		return out
-	}
-	g, code := c.existingGroup(name, kerr.GroupIDNotFound.Code)
-	if code == kerr.GroupIDNotFound.Code {
-		return notFound("Group %s not found.")
-	}
+	g, code, msg := c.lockDescribedGroup(name, "consumer", func(g *group) bool { return g.consumer != nil })
 	if code != 0 {
-		out.ErrorCode = code
+		out.ErrorCode, out.ErrorMessage = code, msg
 		return out
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.unloaded:
-		out.ErrorCode = kerr.NotCoordinator.Code
-		return out
-	case g.state == stateDead:
-		return notFound("Group %s not found.")
-	case g.consumer == nil:
-		return notFound("Group %s is not a consumer group.")
-	}
 	cg := g.consumer
 	out.State = cg.state()
 	out.Epoch = cg.epoch
@@ -86,6 +67,41 @@ func (c *Coordinator) ConsumerDescribe(name string) kmsg.ConsumerGroupDescribeRe
 		out.Members = append(out.Members, dm)
 	}
 	return out
+}
+
+// lockDescribedGroup finds the group that one group of a describe API of
+// the KIP-848 style groups names (ConsumerGroupDescribe,
+// StreamsGroupDescribe) and returns it locked; the caller unlocks it. A
+// group that does not exist or is dead is GROUP_ID_NOT_FOUND "Group %s not
+// found.", one whose type isOfKind rejects is GROUP_ID_NOT_FOUND "Group %s
+// is not a <kind> group.", and one whose partition this node no longer
+// leads is NOT_COORDINATOR (no message); then nothing is locked and code
+// and msg are the group's error.
+func (c *Coordinator) lockDescribedGroup(name, kind string, isOfKind func(*group) bool) (g *group, code int16, msg *string) {
+	notFound := func(format string) (*group, int16, *string) {
+		m := fmt.Sprintf(format, name)
+		return nil, kerr.GroupIDNotFound.Code, &m
+	}
+	g, code = c.existingGroup(name, kerr.GroupIDNotFound.Code)
+	if code == kerr.GroupIDNotFound.Code {
+		return notFound("Group %s not found.")
+	}
+	if code != 0 {
+		return nil, code, nil
+	}
+	g.mu.Lock()
+	switch {
+	case g.unloaded:
+		g.mu.Unlock()
+		return nil, kerr.NotCoordinator.Code, nil
+	case g.state == stateDead:
+		g.mu.Unlock()
+		return notFound("Group %s not found.")
+	case !isOfKind(g):
+		g.mu.Unlock()
+		return notFound("Group %s is not a " + kind + " group.")
+	}
+	return g, 0, nil
 }
 
 // describeConsumerLocked is how DescribeGroups shows a consumer group, as
@@ -164,17 +180,35 @@ func (g *group) checkConsumerCommitLocked(req *kmsg.OffsetCommitRequest) int16 {
 // at its current epoch. Requests without a member id pass, as do requests
 // for classic groups.
 func (g *group) checkConsumerFetchLocked(memberID *string, epoch int32) int16 {
-	if g.consumer == nil || g.state == stateDead || (memberID == nil && epoch < 0) {
+	if g.consumer == nil || g.state == stateDead {
+		return 0
+	}
+	return checkFetchMember(memberID, epoch, func(id string) (int32, bool) {
+		m := g.consumer.members[id]
+		if m == nil {
+			return 0, false
+		}
+		return m.epoch, true
+	})
+}
+
+// checkFetchMember is the member check of an OffsetFetch to a group whose
+// members have epochs (consumer and streams groups): a request without a
+// member id and with a negative epoch passes; otherwise the member must
+// exist (UNKNOWN_MEMBER_ID) and send its current epoch
+// (STALE_MEMBER_EPOCH). memberEpoch looks a member's epoch up.
+func checkFetchMember(memberID *string, epoch int32, memberEpoch func(id string) (int32, bool)) int16 {
+	if memberID == nil && epoch < 0 {
 		return 0
 	}
 	if memberID == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	m := g.consumer.members[*memberID]
+	current, ok := memberEpoch(*memberID)
 	switch {
-	case m == nil:
+	case !ok:
 		return kerr.UnknownMemberID.Code
-	case m.epoch != epoch:
+	case current != epoch:
 		return kerr.StaleMemberEpoch.Code
 	}
 	return 0

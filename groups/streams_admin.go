@@ -31,32 +31,12 @@ const streamsAssignorName = "sticky"
 func (c *Coordinator) StreamsDescribe(name string, version int16, includeDescription bool) kmsg.StreamsGroupDescribeResponseGroup {
 	out := kmsg.NewStreamsGroupDescribeResponseGroup()
 	out.Group = name
-	notFound := func(format string) kmsg.StreamsGroupDescribeResponseGroup {
-		out.ErrorCode = kerr.GroupIDNotFound.Code
-		msg := fmt.Sprintf(format, name)
-		out.ErrorMessage = &msg
-		return out
-	}
-	g, code := c.existingGroup(name, kerr.GroupIDNotFound.Code)
-	if code == kerr.GroupIDNotFound.Code {
-		return notFound("Group %s not found.")
-	}
+	g, code, msg := c.lockDescribedGroup(name, "streams", func(g *group) bool { return g.streams != nil })
 	if code != 0 {
-		out.ErrorCode = code
+		out.ErrorCode, out.ErrorMessage = code, msg
 		return out
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.unloaded:
-		out.ErrorCode = kerr.NotCoordinator.Code
-		return out
-	case g.state == stateDead, g.streams == nil:
-		if g.streams == nil && g.state != stateDead {
-			return notFound("Group %s is not a streams group.")
-		}
-		return notFound("Group %s not found.")
-	}
 	sg := g.streams
 	out.State = sg.stateName()
 	out.Epoch = sg.epoch
@@ -213,18 +193,14 @@ func (g *group) checkStreamsCommitLocked(memberID string, generation int32) int1
 // request naming a member must come from a current member at its current
 // epoch.
 func (g *group) checkStreamsFetchLocked(memberID *string, epoch int32) int16 {
-	if g.streams == nil || g.state == stateDead || (memberID == nil && epoch < 0) {
+	if g.streams == nil || g.state == stateDead {
 		return 0
 	}
-	if memberID == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	m := g.streams.members[*memberID]
-	switch {
-	case m == nil:
-		return kerr.UnknownMemberID.Code
-	case m.epoch != epoch:
-		return kerr.StaleMemberEpoch.Code
-	}
-	return 0
+	return checkFetchMember(memberID, epoch, func(id string) (int32, bool) {
+		m := g.streams.members[id]
+		if m == nil {
+			return 0, false
+		}
+		return m.epoch, true
+	})
 }
