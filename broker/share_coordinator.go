@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -81,23 +82,36 @@ func (b *Broker) reconcileShareCoordinator(img *controller.Image) {
 }
 
 // runShareCoordinator loads newly led state partitions until ctx ends,
-// retrying a failed load, and every shareStateMaintainInterval snapshots
-// cold share-partitions and prunes the state partitions
-// (share.Coordinator.Maintain).
+// retrying a failed load; its maintenance goroutine snapshots cold
+// share-partitions and prunes the state partitions every
+// shareStateMaintainInterval (share.Coordinator.Maintain), apart, so that
+// the appends of a long maintenance never delay a load. It returns once
+// both have stopped.
 func (b *Broker) runShareCoordinator(ctx context.Context) {
 	c := b.shareCoordinator()
+	var maintainer sync.WaitGroup
+	maintainer.Add(1)
+	go func() {
+		defer maintainer.Done()
+		t := time.NewTicker(shareStateMaintainInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.Maintain(ctx, shareStateMaintainInterval)
+			}
+		}
+	}()
+	defer maintainer.Wait()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	maintain := time.NewTicker(shareStateMaintainInterval)
-	defer maintain.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-maintain.C:
-			c.Maintain(ctx, shareStateMaintainInterval)
-			continue
 		case <-c.LoadSignal():
 		case <-retry.C:
 		}
