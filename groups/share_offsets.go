@@ -83,6 +83,30 @@ func (c *Coordinator) checkShareAdminLocked(g *group, create bool) (int16, strin
 	return 0, ""
 }
 
+// checkShareStateChangeLocked is checkShareAdminLocked for the APIs that
+// change share-partition state (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets), which also need the group to have no members:
+// NON_EMPTY_GROUP ("The group is not empty.") otherwise.
+func (c *Coordinator) checkShareStateChangeLocked(g *group, create bool) (int16, string) {
+	if code, msg := c.checkShareAdminLocked(g, create); code != 0 {
+		return code, msg
+	}
+	if len(g.share.members) > 0 {
+		return kerr.NonEmptyGroup.Code, "The group is not empty."
+	}
+	return 0, ""
+}
+
+// allPartitions lists partitions 0 to n-1 of a topic with n partitions,
+// those a topic whose state is being deleted may have state in.
+func allPartitions(n int32) []int32 {
+	all := make([]int32, n)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	return all
+}
+
 // InitializedSharePartitions returns the partitions whose share-partition
 // state share group name has initialized (Kafka's
 // initializedShareGroupPartitions), what DescribeShareGroupOffsets
@@ -155,13 +179,9 @@ func (c *Coordinator) AlterShareOffsets(ctx context.Context, name string, parts 
 		g.mu.Unlock()
 		return nil, 0, ""
 	}
-	if code, msg := c.checkShareAdminLocked(g, create); code != 0 {
+	if code, msg := c.checkShareStateChangeLocked(g, create); code != 0 {
 		g.mu.Unlock()
 		return nil, code, msg
-	}
-	if len(g.share.members) > 0 {
-		g.mu.Unlock()
-		return nil, kerr.NonEmptyGroup.Code, "The group is not empty."
 	}
 	epoch := g.share.epoch
 	g.mu.Unlock()
@@ -220,15 +240,11 @@ func (c *Coordinator) DeleteShareOffsets(ctx context.Context, name string, topic
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
 	g.mu.Lock()
-	if code, msg := c.checkShareAdminLocked(g, false); code != 0 {
+	if code, msg := c.checkShareStateChangeLocked(g, false); code != 0 {
 		g.mu.Unlock()
 		return nil, code, msg
 	}
 	sg := g.share
-	if len(sg.members) > 0 {
-		g.mu.Unlock()
-		return nil, kerr.NonEmptyGroup.Code, "The group is not empty."
-	}
 	out := make(map[[16]byte]ShareTopicResult, len(topics))
 	todo := SharePartitions{}
 	for _, t := range topics {
@@ -236,11 +252,7 @@ func (c *Coordinator) DeleteShareOffsets(ctx context.Context, name string, topic
 		case len(sg.state.initialized[t.ID].partitions) > 0:
 			todo[t.ID] = slices.Clone(sg.state.initialized[t.ID].partitions)
 		case sg.state.deleting[t.ID] != "":
-			all := make([]int32, t.Partitions)
-			for i := range all {
-				all[i] = int32(i)
-			}
-			todo[t.ID] = all
+			todo[t.ID] = allPartitions(t.Partitions)
 		default:
 			out[t.ID] = ShareTopicResult{Code: kerr.UnknownTopicOrPartition.Code, Message: "There is no offset information to delete."}
 		}
@@ -318,11 +330,7 @@ func (c *Coordinator) ShareStateForDeletion(name string, topics map[[16]byte]int
 	}
 	for id := range sg.state.deleting {
 		if n, ok := topics[id]; ok {
-			all := make([]int32, n)
-			for i := range all {
-				all[i] = int32(i)
-			}
-			parts[id] = mergeParts(parts[id], all)
+			parts[id] = mergeParts(parts[id], allPartitions(n))
 		}
 	}
 	return parts, true, 0
