@@ -93,9 +93,16 @@ func appendCompactNullableString(dst []byte, s *string) []byte {
 }
 
 func appendInt32s(dst []byte, ps []int32) []byte {
-	dst = appendUvarint(dst, len(ps)+1)
-	for _, p := range ps {
-		dst = binary.BigEndian.AppendUint32(dst, uint32(p))
+	return appendArray(dst, ps, func(b []byte, p int32) []byte {
+		return binary.BigEndian.AppendUint32(b, uint32(p))
+	})
+}
+
+// appendArray writes vs as a compact array, each element by elem.
+func appendArray[T any](dst []byte, vs []T, elem func([]byte, T) []byte) []byte {
+	dst = appendUvarint(dst, len(vs)+1)
+	for _, v := range vs {
+		dst = elem(dst, v)
 	}
 	return dst
 }
@@ -291,13 +298,19 @@ func (r *recordReader) arrayLen() int {
 }
 
 func (r *recordReader) int32s() []int32 {
+	return readArray(r, r.int32)
+}
+
+// readArray reads a compact array, each element by elem, until the array
+// ends or the record turns out corrupt; a null array is nil.
+func readArray[T any](r *recordReader, elem func() T) []T {
 	n := r.arrayLen()
 	if n < 0 {
 		return nil
 	}
-	out := make([]int32, 0, n)
+	out := make([]T, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
-		out = append(out, r.int32())
+		out = append(out, elem())
 	}
 	return out
 }

@@ -68,43 +68,21 @@ func isStreamsMemberKeyVersion(v int16) bool {
 }
 
 func appendInt16s(dst []byte, vs []int16) []byte {
-	dst = appendUvarint(dst, len(vs)+1)
-	for _, v := range vs {
-		dst = binary.BigEndian.AppendUint16(dst, uint16(v))
-	}
-	return dst
+	return appendArray(dst, vs, func(b []byte, v int16) []byte {
+		return binary.BigEndian.AppendUint16(b, uint16(v))
+	})
 }
 
 func (r *recordReader) int16s() []int16 {
-	n := r.arrayLen()
-	if n < 0 {
-		return nil
-	}
-	out := make([]int16, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
-		out = append(out, r.int16())
-	}
-	return out
+	return readArray(r, r.int16)
 }
 
 func appendCompactStrings(dst []byte, ss []string) []byte {
-	dst = appendUvarint(dst, len(ss)+1)
-	for _, s := range ss {
-		dst = appendCompactString(dst, s)
-	}
-	return dst
+	return appendArray(dst, ss, appendCompactString)
 }
 
 func (r *recordReader) compactStrings() []string {
-	n := r.arrayLen()
-	if n < 0 {
-		return nil
-	}
-	out := make([]string, 0, n)
-	for i := 0; i < n && r.err == nil; i++ {
-		out = append(out, r.compactString())
-	}
-	return out
+	return readArray(r, r.compactString)
 }
 
 // appendTaskIDs writes a []TaskIds (without AssignmentEpochs).
