@@ -213,10 +213,8 @@ func (c *Coordinator) AlterShareOffsets(ctx context.Context, name string, parts 
 	}
 	records := g.shareRecordsLocked(c.cfg.Now())
 	g.mu.Unlock()
-	if len(records) > 0 {
-		if err := c.append(ctx, g, records); err != nil {
-			return nil, appendErrorCode(err, false), ""
-		}
+	if code := c.appendShareAdminRecords(ctx, g, records); code != 0 {
+		return nil, code, ""
 	}
 	return errs, 0, ""
 }
@@ -284,12 +282,23 @@ func (c *Coordinator) DeleteShareOffsets(ctx context.Context, name string, topic
 		records = g.shareRecordsLocked(c.cfg.Now())
 	}
 	g.mu.Unlock()
-	if len(records) > 0 {
-		if err := c.append(ctx, g, records); err != nil {
-			return nil, appendErrorCode(err, false), ""
-		}
+	if code := c.appendShareAdminRecords(ctx, g, records); code != 0 {
+		return nil, code, ""
 	}
 	return out, 0, ""
+}
+
+// appendShareAdminRecords writes the records an offset admin API changed
+// g with (taken under g.mu, released since; g.writeMu held), if any, and
+// returns the code of a failed append (appendErrorCode), 0 otherwise.
+func (c *Coordinator) appendShareAdminRecords(ctx context.Context, g *group, records []kv) int16 {
+	if len(records) == 0 {
+		return 0
+	}
+	if err := c.append(ctx, g, records); err != nil {
+		return appendErrorCode(err, false)
+	}
+	return 0
 }
 
 // ShareStateForDeletion is DeleteGroups' first step for a share group
