@@ -91,10 +91,7 @@ func (p *ackedProducer) finish() map[int64]string {
 // every acknowledged record is there, at its offset, with its value.
 func readBack(t *testing.T, n *sluicetest.Node, topic string, acked map[int64]string) {
 	t.Helper()
-	var last int64 = -1
-	for off := range acked {
-		last = max(last, off)
-	}
+	last := maxKey(acked)
 	cl := n.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -135,6 +132,20 @@ func moveReplica(t *testing.T, adm *kadm.Client, node int32, topic, from, to str
 		}
 		return nil
 	})
+}
+
+// moveUnderLoad moves node's replica of topic's partition 0 from its log
+// dir from to to (moveReplica) while prod writes to the partition: once
+// 3000 records are acknowledged, and until 1000 more are after the move.
+// It stops prod and returns the records acknowledged, and how many were
+// when the move had completed.
+func moveUnderLoad(t *testing.T, adm *kadm.Client, node int32, topic, from, to string, prod *ackedProducer) (acked map[int64]string, before int) {
+	t.Helper()
+	prod.waitAcked(t, 3000)
+	moveReplica(t, adm, node, topic, from, to)
+	before = prod.count()
+	prod.waitAcked(t, before+1000)
+	return prod.finish(), before
 }
 
 // replicaDirs returns the one of the log dirs d1 and d2 of node that holds
@@ -188,11 +199,7 @@ func TestAlterReplicaLogDirsUnderLoad(t *testing.T) {
 	})
 
 	prod := startAckedProducer(t, n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond)), topic)
-	prod.waitAcked(t, 3000)
-	moveReplica(t, adm, 1, topic, from, to)
-	before := prod.count()
-	prod.waitAcked(t, before+1000)
-	acked := prod.finish()
+	acked, before := moveUnderLoad(t, adm, 1, topic, from, to, prod)
 	t.Logf("moved %s-0 from %s to %s; %d records acknowledged (%d before the move completed), %d produce errors",
 		topic, filepath.Base(from), filepath.Base(to), len(acked), before, prod.errs)
 	readBack(t, n, topic, acked)
@@ -309,11 +316,7 @@ func TestAlterReplicaLogDirsFollowerUnderLoad(t *testing.T) {
 	from, to := replicaDirs(t, adm, 2, topic, d1, d2)
 
 	prod := startAckedProducer(t, cl, topic)
-	prod.waitAcked(t, 3000)
-	moveReplica(t, adm, 2, topic, from, to)
-	before := prod.count()
-	prod.waitAcked(t, before+1000)
-	acked := prod.finish()
+	acked, _ := moveUnderLoad(t, adm, 2, topic, from, to, prod)
 	t.Logf("moved node 2's follower of %s-0 from %s to %s; %d records acknowledged, %d produce errors",
 		topic, filepath.Base(from), filepath.Base(to), len(acked), prod.errs)
 	c.WaitForISR(topic, 0, 3)
