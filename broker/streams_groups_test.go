@@ -38,16 +38,26 @@ type streamsMember struct {
 // toCoordinator sends a request to group's coordinator: franz-go does not
 // route the streams-group requests itself.
 func toCoordinator(ctx context.Context, cl *kgo.Client, group string, req kmsg.Request) (kmsg.Response, error) {
+	node, err := findGroupCoordinatorNode(ctx, cl, group)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Broker(int(node)).Request(ctx, req)
+}
+
+// findGroupCoordinatorNode is the node FindCoordinator names as group's
+// coordinator.
+func findGroupCoordinatorNode(ctx context.Context, cl *kgo.Client, group string) (int32, error) {
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKeys = []string{group}
 	resp, err := fc.RequestWith(ctx, cl)
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
 	if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
-		return nil, fmt.Errorf("FindCoordinator %s: %+v", group, resp.Coordinators)
+		return -1, fmt.Errorf("FindCoordinator %s: %+v", group, resp.Coordinators)
 	}
-	return cl.Broker(int(resp.Coordinators[0].NodeID)).Request(ctx, req)
+	return resp.Coordinators[0].NodeID, nil
 }
 
 func (m *streamsMember) topology() *kmsg.StreamsGroupHeartbeatRequestTopology {
@@ -385,13 +395,10 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 		}
 		return nil
 	})
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.CoordinatorKeys = []string{group}
-	fr, err := fc.RequestWith(ctx, cl)
-	if err != nil || fr.Coordinators[0].ErrorCode != 0 {
-		t.Fatalf("FindCoordinator: %v %+v", err, fr)
+	old, err := findGroupCoordinatorNode(ctx, cl, group)
+	if err != nil {
+		t.Fatal(err)
 	}
-	old := fr.Coordinators[0].NodeID
 	epoch := m.epoch
 	c.Kill(int(old))
 
@@ -428,9 +435,8 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 		}
 		return nil
 	})
-	fr, err = fc.RequestWith(ctx, cl)
-	if err != nil || fr.Coordinators[0].ErrorCode != 0 || fr.Coordinators[0].NodeID == old {
-		t.Fatalf("FindCoordinator after the kill: %v %+v (old coordinator %d)", err, fr, old)
+	if now, err := findGroupCoordinatorNode(ctx, cl, group); err != nil || now == old {
+		t.Fatalf("FindCoordinator after the kill: node %d, %v (old coordinator %d)", now, err, old)
 	}
 	if d := streamsDescribe(ctx, t, cl, group); d.State != "Stable" || len(d.Members) != 2 {
 		t.Fatalf("describe on the new coordinator: %+v", d)
