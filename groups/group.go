@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -250,15 +251,7 @@ func (g *group) sortedMembersLocked() []*member {
 	for _, m := range g.members {
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b *member) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *member) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 

@@ -23,6 +23,7 @@ package groups
 // Tasks are assigned only when none of these statuses stands.
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -75,15 +76,7 @@ func topologyOf(t *kmsg.StreamsGroupHeartbeatRequestTopology) *streamsTopology {
 		}
 		out.subs = append(out.subs, st)
 	}
-	slices.SortFunc(out.subs, func(a, b streamsSubtopology) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out.subs, func(a, b streamsSubtopology) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 
