@@ -5,10 +5,8 @@ package groups
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,31 +17,12 @@ import (
 func (c *Coordinator) ShareDescribe(name string) kmsg.ShareGroupDescribeResponseGroup {
 	out := kmsg.NewShareGroupDescribeResponseGroup()
 	out.GroupID = name
-	notFound := func(format string) kmsg.ShareGroupDescribeResponseGroup {
-		out.ErrorCode = kerr.GroupIDNotFound.Code
-		msg := fmt.Sprintf(format, name)
-		out.ErrorMessage = &msg
-		return out
-	}
-	g, code := c.existingGroup(name, kerr.GroupIDNotFound.Code)
-	if code == kerr.GroupIDNotFound.Code {
-		return notFound("Group %s not found.")
-	}
+	g, code, msg := c.lockDescribedGroup(name, "share", func(g *group) bool { return g.share != nil })
 	if code != 0 {
-		out.ErrorCode = code
+		out.ErrorCode, out.ErrorMessage = code, msg
 		return out
 	}
-	g.mu.Lock()
 	defer g.mu.Unlock()
-	switch {
-	case g.unloaded:
-		out.ErrorCode = kerr.NotCoordinator.Code
-		return out
-	case g.state == stateDead:
-		return notFound("Group %s not found.")
-	case g.share == nil:
-		return notFound("Group %s is not a share group.")
-	}
 	sg := g.share
 	out.GroupState = sg.stateName()
 	out.GroupEpoch = sg.epoch
