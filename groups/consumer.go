@@ -452,11 +452,8 @@ func (c *Coordinator) lookupConsumerMemberLocked(g *group, req *kmsg.ConsumerGro
 			}
 			return c.replaceStaticLocked(g, existing, memberID), 0, ""
 		}
-		if !ok || existing == nil {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", instance)
-		}
-		if existingID != memberID {
-			return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, instance, existingID)
+		if code, msg := checkStaticInstance(instance, memberID, existingID, ok && existing != nil); code != 0 {
+			return nil, code, msg
 		}
 	}
 
@@ -547,6 +544,22 @@ func (c *Coordinator) replaceStaticLocked(g *group, old *consumerMember, newID s
 	return &m
 }
 
+// checkStaticInstance is the check of the instance id that a heartbeat of
+// a consumer or streams group member sends when it does not join: the id
+// must belong to a current member (owned; otherwise UNKNOWN_MEMBER_ID),
+// and that member, ownerID, must be the sender, memberID (otherwise
+// FENCED_INSTANCE_ID), as in Kafka. It returns the error code and message,
+// or 0.
+func checkStaticInstance(instance, memberID, ownerID string, owned bool) (int16, string) {
+	switch {
+	case !owned:
+		return kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", instance)
+	case ownerID != memberID:
+		return kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, instance, ownerID)
+	}
+	return 0, ""
+}
+
 // consumerLeaveLocked handles epoch -1 (leave) and -2 (a static member
 // leaves for now and keeps its assignment until it returns or its session
 // expires). A leave names the member by id; a static one may also send its
@@ -557,11 +570,8 @@ func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeart
 	var m *consumerMember
 	if req.InstanceID != nil {
 		id, ok := cg.static[*req.InstanceID]
-		if !ok || cg.members[id] == nil {
-			return heartbeatError(v, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID))
-		}
-		if id != req.MemberID {
-			return heartbeatError(v, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, id))
+		if code, msg := checkStaticInstance(*req.InstanceID, req.MemberID, id, ok && cg.members[id] != nil); code != 0 {
+			return heartbeatError(v, code, msg)
 		}
 		m = cg.members[id]
 	} else if m = cg.members[req.MemberID]; m == nil {

@@ -627,11 +627,8 @@ func (c *Coordinator) lookupStreamsMemberLocked(g *group, req *kmsg.StreamsGroup
 			}
 			return &m, 0, ""
 		}
-		if !ok || existing == nil {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", instance)
-		}
-		if existingID != memberID {
-			return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, instance, existingID)
+		if code, msg := checkStaticInstance(instance, memberID, existingID, ok && existing != nil); code != 0 {
+			return nil, code, msg
 		}
 	}
 	m := sg.members[memberID]
@@ -690,11 +687,8 @@ func (c *Coordinator) streamsLeaveLocked(g *group, req *kmsg.StreamsGroupHeartbe
 	var m *streamsMember
 	if req.InstanceID != nil {
 		id, ok := sg.static[*req.InstanceID]
-		if !ok || sg.members[id] == nil {
-			return streamsError(v, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID))
-		}
-		if id != req.MemberID {
-			return streamsError(v, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, id))
+		if code, msg := checkStaticInstance(*req.InstanceID, req.MemberID, id, ok && sg.members[id] != nil); code != 0 {
+			return streamsError(v, code, msg)
 		}
 		m = sg.members[id]
 	} else if m = sg.members[req.MemberID]; m == nil {
