@@ -125,9 +125,9 @@ func waitShareGroupEmpty(t *testing.T, adm *kadm.Client, group string) {
 	}
 }
 
-// describeShareOffsets describes group's offsets of topic (all initialized
-// partitions when topic is empty).
-func describeShareOffsets(t *testing.T, adm *kadm.Client, group string) map[string]map[int32]kadm.ShareOffset {
+// describeShareOffsets describes the offsets of every partition group has
+// initialized (kadm asks with topics null).
+func describeShareOffsets(t *testing.T, adm *kadm.Client, group string) kadm.ShareOffsets {
 	t.Helper()
 	ds, err := adm.DescribeShareGroupOffsets(context.Background(), group)
 	if err != nil {
@@ -137,14 +137,12 @@ func describeShareOffsets(t *testing.T, adm *kadm.Client, group string) map[stri
 	if d.Err != nil {
 		t.Fatalf("DescribeShareGroupOffsets %s: %v", group, d.Err)
 	}
-	out := make(map[string]map[int32]kadm.ShareOffset)
-	for topic, ps := range d.Offsets {
-		out[topic] = ps
-	}
-	return out
+	return d.Offsets
 }
 
-func wantShareOffset(t *testing.T, got map[string]map[int32]kadm.ShareOffset, topic string, p int32, start, lag int64) {
+// wantShareOffset checks partition p of topic in got: no error, start
+// offset start and lag lag.
+func wantShareOffset(t *testing.T, got kadm.ShareOffsets, topic string, p int32, start, lag int64) {
 	t.Helper()
 	o, ok := got[topic][p]
 	if !ok {
