@@ -116,6 +116,9 @@ func consumerGroupMetadataValue(epoch int32, hash int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(hash))
 }
 
+// targetMetadataValue encodes a ConsumerGroupTargetAssignmentMetadataValue,
+// and a StreamsGroupTargetAssignmentMetadataValue, whose version 0 has the
+// same fields: the assignment epoch and no tagged fields.
 func targetMetadataValue(epoch int32) []byte {
 	b := binary.BigEndian.AppendUint16(nil, 0)
 	b = binary.BigEndian.AppendUint32(b, uint32(epoch))

@@ -222,12 +222,6 @@ func decodeStreamsMember(b []byte, m *streamsMember) error {
 	return r.done("streams group member metadata value")
 }
 
-func streamsTargetMetadataValue(epoch int32) []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(epoch))
-	return appendUvarint(b, 0)
-}
-
 func decodeStreamsTargetMetadata(b []byte) (int32, error) {
 	r := &recordReader{b: b}
 	r.valueVersion()
@@ -426,7 +420,7 @@ func (g *group) streamsRecordsLocked() []kv {
 	for _, id := range sortedKeys(sg.members) {
 		put(memberKeyOf(streamsGroupTargetMemberKeyVersion, g.name, id), streamsTargetMemberValue(sg.target[id]))
 	}
-	put(groupKeyOf(streamsGroupTargetMetadataKeyVersion, g.name), streamsTargetMetadataValue(sg.assignmentEpoch))
+	put(groupKeyOf(streamsGroupTargetMetadataKeyVersion, g.name), targetMetadataValue(sg.assignmentEpoch)) // the same schema as a consumer group's
 	for _, id := range sortedKeys(sg.members) {
 		put(memberKeyOf(streamsGroupCurrentAssignmentKeyVersion, g.name, id), sg.members[id].currentValue())
 	}
