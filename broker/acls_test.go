@@ -302,13 +302,8 @@ func TestACLsEnforced(t *testing.T) {
 	}
 
 	// KIP-430: what ANONYMOUS at 127.0.0.1 may do.
-	req := kmsg.NewPtrMetadataRequest()
+	req := metadataRequestFor("ops-a", "ops-secret", "free")
 	req.IncludeTopicAuthorizedOperations = true
-	for _, name := range []string{"ops-a", "ops-secret", "free"} {
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(name)
-		req.Topics = append(req.Topics, mt)
-	}
 	resp, err := req.RequestWith(ctx, n.Client())
 	if err != nil {
 		t.Fatal(err)
@@ -379,11 +374,8 @@ func TestACLsCluster(t *testing.T) {
 	// applies to); a topic no ACL names: every operation.
 	topicOps := func(id int, topic string) (int16, int32) {
 		t.Helper()
-		req := kmsg.NewPtrMetadataRequest()
+		req := metadataRequestFor(topic)
 		req.IncludeTopicAuthorizedOperations = true
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, mt)
 		cl := c.Node(id).Client()
 		defer cl.Close()
 		resp, err := req.RequestWith(ctx, cl)

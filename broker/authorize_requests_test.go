@@ -46,6 +46,17 @@ func createACLs(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
 	}
 }
 
+// metadataRequestFor is a Metadata request naming topics.
+func metadataRequestFor(topics ...string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
 // createACLsAtOnce creates, in one CreateAcls request, an ALLOW ACL for
 // every (principal, operation) of each entry, on the literal resource:
 // the way to close the cluster to User:ANONYMOUS while giving it some
@@ -230,12 +241,7 @@ func TestMetadataHidesUndescribableTopics(t *testing.T) {
 		t.Fatalf("all-topics metadata lists %v, want open without hid-den", listed.Names())
 	}
 
-	req := kmsg.NewPtrMetadataRequest()
-	for _, name := range []string{"open", "hid-den", "hid-missing", "missing"} {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(name)
-		req.Topics = append(req.Topics, rt)
-	}
+	req := metadataRequestFor("open", "hid-den", "hid-missing", "missing")
 	resp, err := req.RequestWith(ctx, n.Client())
 	if err != nil {
 		t.Fatal(err)
@@ -298,11 +304,8 @@ func TestAutoCreateNeedsCreate(t *testing.T) {
 
 	ask := func(topic string) int16 {
 		t.Helper()
-		req := kmsg.NewPtrMetadataRequest()
+		req := metadataRequestFor(topic)
 		req.AllowAutoTopicCreation = true
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, n.Client())
 		if err != nil {
 			t.Fatal(err)
