@@ -630,9 +630,7 @@ func (cg *consumerGroup) dueLocked(now time.Time) bool {
 func (c *Coordinator) tickConsumer(ctx context.Context, g *group, now time.Time) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
-	g.mu.Lock()
-	if g.unloaded || g.consumer == nil || g.state == stateDead {
-		g.mu.Unlock()
+	if !g.lockIfLive(func() bool { return g.consumer != nil }) {
 		return
 	}
 	cg := g.consumer

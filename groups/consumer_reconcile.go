@@ -76,9 +76,7 @@ func (c *Coordinator) RefreshConsumerGroups(ctx context.Context) {
 func (c *Coordinator) refreshConsumerGroup(ctx context.Context, g *group) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
-	g.mu.Lock()
-	if g.unloaded || g.consumer == nil || g.state == stateDead {
-		g.mu.Unlock()
+	if !g.lockIfLive(func() bool { return g.consumer != nil }) {
 		return
 	}
 	cg := g.consumer

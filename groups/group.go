@@ -246,6 +246,20 @@ func (g *group) metadataValueLocked() []byte {
 	return v.AppendTo(nil)
 }
 
+// lockIfLive takes g.mu for the timers and topic refreshes of consumer,
+// share and streams groups, and reports true when the group is still
+// loaded on this node, not dead, and ofKind (called under g.mu) says it is
+// still the kind of group the caller works on. Otherwise it releases g.mu
+// again and reports false.
+func (g *group) lockIfLive(ofKind func() bool) bool {
+	g.mu.Lock()
+	if g.unloaded || g.state == stateDead || !ofKind() {
+		g.mu.Unlock()
+		return false
+	}
+	return true
+}
+
 func (g *group) sortedMembersLocked() []*member {
 	out := make([]*member, 0, len(g.members))
 	for _, m := range g.members {

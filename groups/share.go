@@ -495,9 +495,7 @@ func (sg *shareGroup) dueLocked(now time.Time) bool {
 func (c *Coordinator) tickShare(ctx context.Context, g *group, now time.Time) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
-	g.mu.Lock()
-	if g.unloaded || g.share == nil || g.state == stateDead {
-		g.mu.Unlock()
+	if !g.lockIfLive(func() bool { return g.share != nil }) {
 		return
 	}
 	sg := g.share

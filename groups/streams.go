@@ -740,9 +740,7 @@ func (sg *streamsGroup) dueLocked(now time.Time) bool {
 func (c *Coordinator) tickStreams(g *group, now time.Time) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
-	g.mu.Lock()
-	if g.unloaded || g.streams == nil || g.state == stateDead {
-		g.mu.Unlock()
+	if !g.lockIfLive(func() bool { return g.streams != nil }) {
 		return
 	}
 	sg := g.streams

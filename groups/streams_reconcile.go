@@ -176,9 +176,7 @@ func (c *Coordinator) reconcileStreamsMemberLocked(g *group, m *streamsMember, o
 func (c *Coordinator) refreshStreamsGroup(ctx context.Context, g *group) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
-	g.mu.Lock()
-	if g.unloaded || g.streams == nil || g.state == stateDead || g.streams.topology == nil {
-		g.mu.Unlock()
+	if !g.lockIfLive(func() bool { return g.streams != nil && g.streams.topology != nil }) {
 		return
 	}
 	sg := g.streams
