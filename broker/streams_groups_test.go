@@ -127,6 +127,16 @@ func (m *streamsMember) beat(ctx context.Context, cl *kgo.Client, group string) 
 	return resp, nil
 }
 
+// beatErr heartbeats once and returns the request's error or the
+// response's error code as an error (nil when both are fine).
+func (m *streamsMember) beatErr(ctx context.Context, cl *kgo.Client, group string) error {
+	resp, err := m.beat(ctx, cl, group)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
 // beatOK is beat failing the test on any error but those a client
 // retries (the coordinator loading or moving), which it retries.
 func (m *streamsMember) beatOK(ctx context.Context, t *testing.T, cl *kgo.Client, group string) *kmsg.StreamsGroupHeartbeatResponse {
@@ -383,12 +393,8 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 	const group = "failover-app"
 	m := &streamsMember{id: "member-a", process: "p1", source: "in", changelog: "failover-app-store-changelog"}
 	sluicetest.WaitFor(t, 60*time.Second, func() error {
-		resp, err := m.beat(ctx, cl, group)
-		if err != nil {
+		if err := m.beatErr(ctx, cl, group); err != nil {
 			return err
-		}
-		if resp.ErrorCode != 0 {
-			return kerr.ErrorForCode(resp.ErrorCode)
 		}
 		if len(m.active) != 4 {
 			return fmt.Errorf("tasks %v, statuses %v", m.active, m.status)
@@ -422,12 +428,8 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 	b := &streamsMember{id: "member-b", process: "p2", source: "in", changelog: "failover-app-store-changelog"}
 	sluicetest.WaitFor(t, 30*time.Second, func() error {
 		for _, x := range []*streamsMember{m, b} {
-			resp, err := x.beat(ctx, cl, group)
-			if err != nil {
+			if err := x.beatErr(ctx, cl, group); err != nil {
 				return err
-			}
-			if resp.ErrorCode != 0 {
-				return kerr.ErrorForCode(resp.ErrorCode)
 			}
 		}
 		if len(m.active) != 2 || len(b.active) != 2 {
