@@ -564,6 +564,18 @@ func (s *shareRun) describe(ctx context.Context, support *shareSupport) error {
 		return out, err
 	}
 	defer func() { s.env.t.Logf("kafka-share-groups.sh output:\n%s", strings.Join(outs, "\n")) }()
+	// table runs --describe with flag and parses the table it prints.
+	table := func(flag string) (string, []groupTableRow, error) {
+		out, err := run(flag)
+		if err != nil {
+			return out, nil, err
+		}
+		rows, err := parseGroupTables(out)
+		if err != nil {
+			return out, nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		return out, rows, nil
+	}
 
 	// The victim leaves the group once its session times out.
 	var members string
@@ -586,13 +598,9 @@ func (s *shareRun) describe(ctx context.Context, support *shareSupport) error {
 			return fmt.Errorf("--members does not list %s:\n%s", m.name, members)
 		}
 	}
-	state, err := run("--state")
+	state, rows, err := table("--state")
 	if err != nil {
 		return err
-	}
-	rows, err := parseGroupTables(state)
-	if err != nil {
-		return fmt.Errorf("--state: %w", err)
 	}
 	if len(rows) != 1 || rows[0]["STATE"] != "Stable" || rows[0]["#MEMBERS"] != "2" {
 		return fmt.Errorf("--state printed %q, want the group Stable with 2 members", strings.TrimSpace(state))
@@ -613,13 +621,9 @@ func (s *shareRun) describe(ctx context.Context, support *shareSupport) error {
 	}
 	s.mu.Unlock()
 	return pollUntil(ctx, 20*time.Second, func() error {
-		offsets, err := run("--offsets")
+		offsets, rows, err := table("--offsets")
 		if err != nil {
 			return err
-		}
-		rows, err := parseGroupTables(offsets)
-		if err != nil {
-			return fmt.Errorf("--offsets: %w", err)
 		}
 		if len(rows) != shareRowPartitions {
 			return fmt.Errorf("--offsets printed %d partitions, want %d:\n%s", len(rows), shareRowPartitions, offsets)
