@@ -80,7 +80,7 @@ func TestFeaturesInApiVersions(t *testing.T) {
 		"kraft.version":    {0, 1},
 		"group.version":    {0, 1},
 		"streams.version":  {0, 1},
-		"share.version":    {0, 1},
+		"share.version":    {0, 2},
 	} {
 		if got, ok := v4.supported[name]; !ok || got != want {
 			t.Errorf("supported %s = %v (listed %v), want %v", name, got, ok, want)
@@ -123,8 +123,8 @@ func TestUpdateFeaturesValidation(t *testing.T) {
 	}{
 		{"unknown feature", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("foo.version", 1, 1)},
 			"Invalid update version 1 for feature foo.version. Local controller 1 does not support this feature."},
-		{"above sluice's max", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 2, 1)},
-			"Invalid update version 2 for feature share.version. Local controller 1 only supports versions 0-1"},
+		{"above sluice's max", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("share.version", 3, 1)},
+			"Invalid update version 3 for feature share.version. Local controller 1 only supports versions 0-2"},
 		{"above the supported max", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 2, 1)},
 			"Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"},
 		{"downgrade as an upgrade", []kmsg.UpdateFeaturesRequestFeatureUpdate{featureUpdate("group.version", 0, 1)},

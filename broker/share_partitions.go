@@ -103,6 +103,8 @@ func (b *Broker) sharePartitionSettings(img *controller.Image, group string) sha
 			gs.readCommitted = v == "read_committed"
 		case "share.renew.acknowledge.enable":
 			gs.renew = v != "false"
+		case "errors.deadletterqueue.topic.name":
+			gs.partition.DeadLetters = b.shareDeadLetters(group, v) // share_dlq.go
 		}
 	}
 	return gs

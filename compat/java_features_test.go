@@ -23,13 +23,14 @@ import (
 //   - kafka-features: one node. describe, compared with what Kafka 4.4.0
 //     prints (kafka44FeaturesDescribe) where the two must agree: the line
 //     format, metadata.version's range and level printed as release names,
-//     kraft.version's and group.version's ranges, one epoch for every line,
-//     no feature Kafka 4.4 does not have, and every feature sluice lists
+//     kraft.version's, group.version's and share.version's ranges, one
+//     epoch for every line, no feature Kafka 4.4 does not have, and every
+//     feature sluice lists
 //     finalized at its supported max on a new cluster. Then a downgrade
 //     of group.version that survives a restart, the upgrade back, and an
-//     upgrade of share.version above sluice's max (2, which Kafka 4.4
-//     supports) refused with Kafka's message, so a client is never told
-//     to use it.
+//     upgrade of share.version above the supported max (3, as on Kafka
+//     4.4) refused with Kafka's message, so a client is never told to use
+//     it.
 //   - kafka-features-rf3: three nodes. group.version disabled through
 //     one node is reported by every node's ApiVersions, describe on
 //     another node shows it, and the upgrade back through a third node
@@ -37,10 +38,8 @@ import (
 //
 // Where sluice's describe differs from Kafka 4.4.0's, by design
 // (controller/features.go): transaction.version's max is sluice's (1 until
-// transactions v2 are built), share.version's is 1 (Kafka 4.4's is 2),
-// eligible.leader.replicas.version and streams.version are listed only
-// once built, and
-// kraft.version is finalized at 1 (the voter set lives in the metadata log,
+// transactions v2 are built), eligible.leader.replicas.version and
+// streams.version are listed only once built, and kraft.version is finalized at 1 (the voter set lives in the metadata log,
 // as with a Kafka quorum formatted with --standalone; a Kafka node formatted
 // with static controller.quorum.voters, as below, reports 0).
 
@@ -126,7 +125,7 @@ func checkFeaturesLikeKafka44(sluice map[string]featureLine) error {
 				return fmt.Errorf("kraft.version: max %s finalized %s, want %s and 1", f.max, f.finalized, k.max)
 			}
 			continue
-		case "metadata.version", "group.version":
+		case "metadata.version", "group.version", "share.version":
 			if f.max != k.max {
 				return fmt.Errorf("%s: SupportedMaxVersion %s, Kafka 4.4.0 %s", name, f.max, k.max)
 			}
@@ -212,12 +211,12 @@ func runJavaFeatures(ctx context.Context, env *rowEnv) error {
 		return err
 	}
 
-	// A level sluice does not build cannot be finalized: Kafka's
+	// A level above the supported max cannot be finalized: Kafka's
 	// message, and the tool fails.
-	out, err := kafka44Tool(ctx, env, libs, "kafka-features.sh", "--bootstrap-server", addr, "upgrade", "--feature", "share.version=2")
-	want := "Could not upgrade share.version to 2."
-	if err == nil || !strings.Contains(out+err.Error(), want) || !strings.Contains(out+err.Error(), "only supports versions 0-1") {
-		return fmt.Errorf("upgrade share.version=2: err %v, output %q; want a failure saying %q ... only supports versions 0-1", err, strings.TrimSpace(out), want)
+	out, err := kafka44Tool(ctx, env, libs, "kafka-features.sh", "--bootstrap-server", addr, "upgrade", "--feature", "share.version=3")
+	want := "Could not upgrade share.version to 3."
+	if err == nil || !strings.Contains(out+err.Error(), want) || !strings.Contains(out+err.Error(), "only supports versions 0-2") {
+		return fmt.Errorf("upgrade share.version=3: err %v, output %q; want a failure saying %q ... only supports versions 0-2", err, strings.TrimSpace(out), want)
 	}
 	return nil
 }

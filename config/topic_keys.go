@@ -87,7 +87,7 @@ var topicKeyList = []TopicKey{
 	tk("max.message.bytes", TypeInt, "1048588", same("message.max.bytes"), "Largest record batch accepted.", atLeast(0)),
 	tk("local.retention.bytes", TypeLong, "-2", same("log.local.retention.bytes"), "Bytes of a tiered partition kept on local disk; -2: retention.bytes."),
 	tk("local.retention.ms", TypeLong, "-2", same("log.local.retention.ms"), "Age up to which a tiered partition's segments stay on local disk; -2: retention.ms."),
-	tk("errors.deadletterqueue.group.enable", TypeBoolean, "false", nil, "Let share groups write rejected records of this topic to their dead-letter queue (KIP-1191).").later(20, "the share-group dead-letter queue (KIP-1191)"),
+	tk("errors.deadletterqueue.group.enable", TypeBoolean, "false", nil, "Enable this topic to be used as a dead-letter queue for share groups (KIP-1191): when false (the default), share groups' writes to it are refused."),
 	tk("max.decompressed.message.bytes", TypeInt, "2147483639", same("max.decompressed.message.bytes"), "Largest decompressed size of a record batch accepted."),
 	tk("message.downconversion.enable", TypeBoolean, "true", same("log.message.downconversion.enable"), "Down-convert fetched batches for old clients."),
 	tk("message.timestamp.after.max.ms", TypeLong, "3600000", same("log.message.timestamp.after.max.ms"), "Reject a batch whose timestamp is further than this in the future.", atLeast(0)),

@@ -35,10 +35,11 @@ package controller
 //   - eligible.leader.replicas.version 0-1: KIP-966's eligible leader
 //     replicas (elr.go; level 1 needs metadata.version 23, 4.0-IV1), on
 //     by default as on a new Kafka cluster since 4.1.
-//   - share.version 0-1: KIP-932 share groups (groups/share*.go, package
-//     share, the share coordinator on __share_group_state), on by default
-//     as on a new Kafka 4.4 cluster. Kafka 4.4 supports and bootstraps
-//     level 2; sluice's max is 1.
+//   - share.version 0-2: KIP-932 share groups (groups/share*.go, package
+//     share, the share coordinator on __share_group_state) at level 1;
+//     level 2 adds the share-group dead-letter queue (KIP-1191,
+//     broker/share_dlq.go), as Kafka 4.4's SV_2. Bootstrapped at 2, as
+//     Kafka 4.4 formats a new cluster.
 //   - streams.version 0-1: KIP-1071 streams groups (groups/streams*.go),
 //     on by default as on a new Kafka 4.4 cluster.
 //
@@ -118,7 +119,7 @@ var supportedFeatures = []FeatureRange{
 	{FeatureTransactionVersion, 0, 2},
 	{FeatureGroupVersion, 0, 1},
 	{FeatureELRVersion, 0, 1},
-	{FeatureShareVersion, 0, 1},
+	{FeatureShareVersion, 0, 2},
 	{FeatureStreamsVersion, 0, 1},
 }
 

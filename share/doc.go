@@ -80,6 +80,15 @@
 // at once. A record is redelivered until it is acknowledged, rejected or
 // has been delivered share.delivery.count.limit times.
 //
+// The dead-letter queue (KIP-1191, share.version 2): a record a member
+// rejects, or one archived after share.delivery.count.limit deliveries,
+// is handed to Settings.DeadLetters (set while the group names an
+// errors.deadletterqueue.topic.name) once the change that archived it was
+// persisted; broker/share_dlq.go writes it to the DLQ topic. Kafka keeps
+// such a record ARCHIVING (persisted) until the DLQ write completed;
+// sluice archives it at once, so a leader that dies between the two
+// writes loses that DLQ record.
+//
 // A member's acquired records are released when its share session closes
 // (ShareFetch / ShareAcknowledge with epoch -1) or when the connection
 // that opened the session closes, as Kafka's share session cache does on
@@ -93,8 +102,7 @@
 // snapshots idle share-partitions and prunes __share_group_state below
 // the oldest snapshot still needed, every 5 minutes); an
 // acknowledgement batch list must be in offset order without overlaps
-// (INVALID_REQUEST otherwise); share.version's supported max is 1 (Kafka
-// 4.4's is 2); and loaded share-partitions are not evicted: a broker
+// (INVALID_REQUEST otherwise); and loaded share-partitions are not evicted: a broker
 // holds one per (group, partition) it has served since it became the
 // partition's leader, each at most 2 × share.partition.max.record.locks
 // offsets (Kafka bounds the groups, group.share.max.groups, at the

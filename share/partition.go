@@ -117,6 +117,22 @@ type Settings struct {
 	LockDuration       time.Duration
 	DeliveryCountLimit int
 	MaxRecordLocks     int
+	// DeadLetters, when not nil, is given the records the group's
+	// dead-letter queue gets (KIP-1191: rejected, or archived after
+	// share.delivery.count.limit deliveries), once the change that
+	// archived them was persisted; never for a change that was not. It
+	// is called with the share-partition locked and must not block; the
+	// slice is its own. nil: the group has no dead-letter queue.
+	DeadLetters func(Key, []DeadLetter)
+}
+
+// DeadLetter is a record a change archived for the group's dead-letter
+// queue (KIP-1191): its offset, its delivery count, and whether a member
+// rejected it (else it reached share.delivery.count.limit).
+type DeadLetter struct {
+	Offset        int64
+	DeliveryCount int16
+	Rejected      bool
 }
 
 // DefaultSettings are Kafka 4.4's defaults.
@@ -183,6 +199,9 @@ type Partition struct {
 	recs        []record // recs[i] is offset start+i
 	nextExpiry  int64    // earliest lock expiry, math.MaxInt64 for none
 	waiters     map[chan<- struct{}]struct{}
+	// dead: what the change being made archived for the dead-letter
+	// queue, handed to settings.DeadLetters once it is persisted.
+	dead []DeadLetter
 }
 
 func newPartition(key Key, persister Persister, leaderEpoch int32) *Partition {
@@ -436,10 +455,13 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 			switch t {
 			case AckAccept:
 				p.settle(r, Acknowledged)
-			case AckReject, AckGap:
+			case AckReject:
+				p.settle(r, Archived)
+				p.deadLetterLocked(off, r.deliveries, true)
+			case AckGap:
 				p.settle(r, Archived)
 			case AckRelease:
-				p.releaseLocked(r)
+				p.releaseLocked(r, off)
 				released = true
 			case AckRenew:
 				r.lockUntil = lockUntil
@@ -471,7 +493,7 @@ func (p *Partition) ReleaseMember(member string, now time.Time) int {
 	n := 0
 	for i := range p.recs {
 		if r := &p.recs[i]; r.state == Acquired && r.member == member {
-			p.releaseLocked(r)
+			p.releaseLocked(r, p.start+int64(i))
 			n++
 		}
 	}
@@ -545,12 +567,30 @@ func (p *Partition) settle(r *record, s RecordState) {
 
 // releaseLocked makes an acquired record AVAILABLE, or ARCHIVED once its
 // delivery count reached the limit.
-func (p *Partition) releaseLocked(r *record) {
+func (p *Partition) releaseLocked(r *record, off int64) {
 	if int(r.deliveries) >= p.settings.DeliveryCountLimit {
 		p.settle(r, Archived)
+		p.deadLetterLocked(off, r.deliveries, false)
 		return
 	}
 	p.settle(r, Available)
+}
+
+// deadLetterLocked notes a record archived for the dead-letter queue, when
+// the group has one.
+func (p *Partition) deadLetterLocked(offset int64, deliveries int16, rejected bool) {
+	if p.settings.DeadLetters != nil {
+		p.dead = append(p.dead, DeadLetter{Offset: offset, DeliveryCount: deliveries, Rejected: rejected})
+	}
+}
+
+// flushDeadLettersLocked hands what the change just persisted archived to
+// the dead-letter queue.
+func (p *Partition) flushDeadLettersLocked() {
+	if len(p.dead) > 0 && p.settings.DeadLetters != nil {
+		p.settings.DeadLetters(p.key, p.dead)
+	}
+	p.dead = nil
 }
 
 // expireLocked releases the records whose acquisition lock ran out by now.
@@ -563,7 +603,7 @@ func (p *Partition) expireLocked(now time.Time) {
 	released := false
 	for i := range p.recs {
 		if r := &p.recs[i]; r.state == Acquired && r.lockUntil <= t {
-			p.releaseLocked(r)
+			p.releaseLocked(r, p.start+int64(i))
 			released = true
 		}
 	}
@@ -635,6 +675,7 @@ type savedState struct {
 // change is made on the live state, under mu, and undone if it cannot be
 // persisted; nothing sees it in between).
 func (p *Partition) saveLocked() savedState {
+	p.dead = nil
 	if p.persister == nil || !p.initialized {
 		return savedState{}
 	}
@@ -650,15 +691,18 @@ func (p *Partition) saveLocked() savedState {
 // never told a change succeeded that was not persisted.
 func (p *Partition) persistLocked(saved savedState) error {
 	if p.persister == nil || !p.initialized {
+		p.flushDeadLettersLocked()
 		return nil
 	}
 	err := p.persister.WriteState(context.Background(), p.key, p.snapshotLocked())
 	if err != nil {
+		p.dead = nil
 		p.start, p.recs, p.nextExpiry = saved.start, saved.recs, saved.nextExpiry
 		p.stale.Store(true)
 		p.notifyLocked() // long polls on it look again, at a fresh one
 		return fmt.Errorf("%w: %w", ErrStateStale, err)
 	}
+	p.flushDeadLettersLocked()
 	return nil
 }
 

@@ -70,3 +70,50 @@ func TestPartitionWriteBeforeApply(t *testing.T) {
 		t.Fatalf("reloaded offset 3: %v delivered %d times, want AVAILABLE after 1 delivery", s, n)
 	}
 }
+
+// Dead letters (KIP-1191) are handed over only once the change that
+// archived them is persisted: a rejection whose write fails gives none; a
+// persisted rejection, and a release at share.delivery.count.limit
+// deliveries, give theirs; a gap does not.
+func TestPartitionDeadLettersAfterWrite(t *testing.T) {
+	ctx := context.Background()
+	fp := &failingPersister{MemoryPersister: NewMemoryPersister()}
+	m := NewManager(fp)
+	key := Key{Group: "g", Partition: 0}
+	start := func() (int64, error) { return 0, nil }
+	now := time.Unix(1000, 0)
+	var got []DeadLetter
+	settings := DefaultSettings
+	settings.DeliveryCountLimit = 2
+	settings.DeadLetters = func(k Key, dls []DeadLetter) {
+		if k != key {
+			t.Errorf("dead letters of %v, want %v", k, key)
+		}
+		got = append(got, dls...)
+	}
+	p, err := m.Partition(ctx, key, 1, settings, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Acquire("m1", []LogBatch{{First: 0, Last: 3}}, AcquireLimit{}, now)
+	fp.fail.Store(true)
+	if err := p.Acknowledge("m1", []AckBatch{{First: 0, Last: 0, Types: []AckType{AckReject}}}, false, now); !errors.Is(err, ErrStateStale) {
+		t.Fatalf("reject with a failing write: %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("dead letters %+v of a change that was not persisted", got)
+	}
+	fp.fail.Store(false)
+	if p, err = m.Partition(ctx, key, 1, settings, start); err != nil {
+		t.Fatal(err)
+	}
+	p.Acquire("m1", []LogBatch{{First: 0, Last: 3}}, AcquireLimit{}, now) // second delivery
+	err = p.Acknowledge("m1", []AckBatch{{First: 0, Last: 3, Types: []AckType{AckReject, AckRelease, AckGap, AckAccept}}}, false, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DeadLetter{{Offset: 0, DeliveryCount: 2, Rejected: true}, {Offset: 1, DeliveryCount: 2}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("dead letters %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,141 @@
+package broker_test
+
+// The share-group dead-letter queue (KIP-1191, broker/share_dlq.go) seen
+// by franz-go's share consumer and a plain consumer of the DLQ topic.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicedev/sluice/sluicetest"
+)
+
+// waitShareVersion sets share.version to level and waits until the node
+// reports it finalized.
+func waitShareVersion(t *testing.T, addr string, level int16, upgradeType int8) {
+	t.Helper()
+	if resp := updateFeatures(t, addr, 1, false, featureUpdate("share.version", level, upgradeType)); resp.ErrorCode != 0 {
+		t.Fatalf("UpdateFeatures share.version=%d: error %d %v", level, resp.ErrorCode, resp.ErrorMessage)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for apiVersionsFeatures(t, addr, 3).finalized["share.version"] != level {
+		if time.Now().After(deadline) {
+			t.Fatalf("share.version not finalized at %d", level)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShareGroupDeadLetterQueue: at share.version 1 a rejected record is
+// only archived; at share.version 2 (Kafka 4.4's SV_2, the bootstrap
+// level) a record REJECTed, and one RELEASEd until it was delivered
+// share.delivery.count.limit times, land in the group's
+// errors.deadletterqueue.topic.name topic as Kafka 4.4 writes them: no key,
+// no value, and the __dlq.errors.* headers naming the source topic,
+// partition, offset, group, delivery count and reason. An accepted record
+// does not. The old code supported share.version up to 1 and had no
+// dead-letter queue.
+func TestShareGroupDeadLetterQueue(t *testing.T) {
+	n := sluicetest.Start(t)
+	addr := n.Addr()
+	const topic, group, dlq = "sq-dlq", "sg-dlq", "dlq.sg-dlq"
+	createTopic(t, n, topic, 1, nil)
+	enable := "true"
+	createTopic(t, n, dlq, 1, map[string]*string{"errors.deadletterqueue.group.enable": &enable})
+	mustAlterGroupConfigs(t, n.Client(), group, "set:share.auto.offset.reset=earliest",
+		"set:share.delivery.count.limit=2", "set:errors.deadletterqueue.topic.name="+dlq)
+	if got := apiVersionsFeatures(t, addr, 3).finalized["share.version"]; got != 2 {
+		t.Fatalf("a new cluster has share.version %d, want 2 (Kafka 4.4's bootstrap level)", got)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	producer := n.Client(kgo.DefaultProduceTopic(topic))
+	t.Cleanup(producer.Close)
+	consumer := n.Client(kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	t.Cleanup(consumer.Close)
+	seen := map[string]int{}
+	// consumeUntil acknowledges every delivery by its value until done.
+	consumeUntil := func(done func() bool) {
+		t.Helper()
+		for !done() {
+			fs := consumer.PollRecords(ctx, 10)
+			if ctx.Err() != nil {
+				t.Fatalf("deliveries so far %v: %v", seen, ctx.Err())
+			}
+			for _, r := range fs.Records() {
+				v := string(r.Value)
+				seen[v]++
+				switch v {
+				case "v1-reject", "reject":
+					r.Ack(kgo.AckReject)
+				case "release":
+					r.Ack(kgo.AckRelease)
+				default:
+					r.Ack(kgo.AckAccept)
+				}
+			}
+			if err := consumer.FlushAcks(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// share.version 1: a rejection is not dead-lettered.
+	waitShareVersion(t, addr, 1, 2)
+	if err := producer.ProduceSync(ctx, kgo.StringRecord("v1-reject")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumeUntil(func() bool { return seen["v1-reject"] == 1 })
+
+	// share.version 2: offsets 1 (rejected), 2 (released twice) and 3
+	// (accepted).
+	waitShareVersion(t, addr, 2, 1)
+	if err := producer.ProduceSync(ctx, kgo.StringRecord("reject"), kgo.StringRecord("release"), kgo.StringRecord("accept")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumeUntil(func() bool { return seen["reject"] == 1 && seen["release"] == 2 && seen["accept"] == 1 })
+
+	got := consumeAll(t, addr, dlq, 2)
+	want := []map[string]string{
+		{"__dlq.errors.topic": topic, "__dlq.errors.partition": "0", "__dlq.errors.offset": "1", "__dlq.errors.group": group,
+			"__dlq.errors.delivery.count": "1", "__dlq.errors.message": "Offset rejected by client."},
+		{"__dlq.errors.topic": topic, "__dlq.errors.partition": "0", "__dlq.errors.offset": "2", "__dlq.errors.group": group,
+			"__dlq.errors.delivery.count": "2", "__dlq.errors.message": "Offset delivery count exceeded the threshold."},
+	}
+	byOffset := map[string]map[string]string{}
+	for _, r := range got {
+		if r.Key != nil || r.Value != nil {
+			t.Errorf("DLQ record %d has key %q value %q, want neither (errors.deadletterqueue.copy.record.enable is false)", r.Offset, r.Key, r.Value)
+		}
+		h := map[string]string{}
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		byOffset[h["__dlq.errors.offset"]] = h
+	}
+	for _, w := range want {
+		h := byOffset[w["__dlq.errors.offset"]]
+		for k, v := range w {
+			if h[k] != v {
+				t.Errorf("DLQ record of source offset %s: header %s = %q, want %q (headers %v)", w["__dlq.errors.offset"], k, h[k], v, h)
+			}
+		}
+		if len(h) != len(w) {
+			t.Errorf("DLQ record of source offset %s has headers %v, want exactly %v", w["__dlq.errors.offset"], h, w)
+		}
+	}
+	if len(byOffset) != 2 {
+		t.Errorf("DLQ records for source offsets %v, want 1 and 2 only", byOffset)
+	}
+	ends, err := n.Admin().ListEndOffsets(ctx, dlq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup(dlq, 0); o.Offset != 2 {
+		t.Errorf("DLQ topic end offset %d, want 2: the share.version 1 rejection or the accepted record was dead-lettered", o.Offset)
+	}
+}
