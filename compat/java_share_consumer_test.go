@@ -52,7 +52,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -194,18 +193,9 @@ func runJavaShareConsumer(ctx context.Context, env *rowEnv) error {
 	}
 	s := &shareRun{env: env, produced: map[sharePO]string{}}
 	start := time.Now()
-	build := exec.CommandContext(ctx, filepath.Join(env.root, "compat", "share", "build.sh"))
-	out, err := build.Output()
-	if err != nil {
-		msg := err.Error()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			msg = toolProblem(string(ee.Stderr))
-		}
-		return fmt.Errorf("compat/share/build.sh: %s", msg)
+	if s.libs, err = runBuildScript(ctx, env.root, "compat/share/build.sh"); err != nil {
+		return err
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	s.libs = lines[len(lines)-1]
 	env.t.Logf("share consumer in %s (%.1fs)", s.libs, time.Since(start).Seconds())
 	if s.kafka44, err = fetchKafka44(ctx, env); err != nil {
 		return err

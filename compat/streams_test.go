@@ -345,14 +345,22 @@ func (s *streamsRun) build(ctx context.Context) (string, error) {
 	if s.version != "" {
 		args = append(args, s.version)
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(s.root, "compat", "streams", "build.sh"), args...).Output()
+	return runBuildScript(ctx, s.root, "compat/streams/build.sh", args...)
+}
+
+// runBuildScript runs a compat app's build script (compat/streams/build.sh,
+// compat/share/build.sh; root is the repository) and returns the libs
+// directory it prints on its last line. A failure is reported with the
+// problem the script printed.
+func runBuildScript(ctx context.Context, root, script string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(root, filepath.FromSlash(script)), args...).Output()
 	if err != nil {
 		msg := err.Error()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			msg = toolProblem(string(ee.Stderr))
 		}
-		return "", fmt.Errorf("compat/streams/build.sh %s: %s", s.version, msg)
+		return "", fmt.Errorf("%s: %s", strings.Join(append([]string{script}, args...), " "), msg)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], nil
