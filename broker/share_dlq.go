@@ -16,7 +16,9 @@ package broker
 // __dlq.errors.topic, __dlq.errors.partition, __dlq.errors.offset,
 // __dlq.errors.group, __dlq.errors.delivery.count and __dlq.errors.message
 // ("Offset rejected by client." or "Offset delivery count exceeded the
-// threshold."), all UTF-8 strings. The write is refused, as Kafka's
+// threshold."), all UTF-8 strings; with the group's
+// errors.deadletterqueue.copy.record.enable, the key and value of the
+// original record too (headers only when it cannot be read). The write is refused, as Kafka's
 // validateDlqTopic refuses it, when the topic name starts with "__", does
 // not start with errors.deadletterqueue.topic.name.prefix (the broker
 // config, "dlq." by default; "" allows any name), the topic does not
@@ -27,10 +29,9 @@ package broker
 // sluice differs from Kafka 4.4 in: the record is ARCHIVED at once (Kafka
 // keeps it ARCHIVING, a persisted state, until the DLQ write completed, and
 // a new leader writes what an old one had not), so a leader that dies
-// between the state write and the DLQ write loses that DLQ record;
-// errors.deadletterqueue.copy.record.enable (copying the record's key and
-// value) and errors.deadletterqueue.auto.create.topics.enable (the broker
-// creating a missing DLQ topic) accept only their default, false.
+// between the state write and the DLQ write loses that DLQ record; and
+// errors.deadletterqueue.auto.create.topics.enable (the broker creating a
+// missing DLQ topic) accepts only its default, false.
 
 import (
 	"context"
@@ -45,6 +46,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/controller"
+	"github.com/sluicedev/sluice/logstore"
 	"github.com/sluicedev/sluice/share"
 )
 
@@ -68,9 +70,13 @@ const (
 	// past it a write is dropped (logged), as a failed one is.
 	dlqMaxWrites = 64
 	// dlqRecordsPerBatch and dlqBatchBytes bound the records of one
-	// produced batch (well under the default max.message.bytes).
+	// produced batch (well under the default max.message.bytes); a
+	// record larger than dlqBatchBytes goes alone.
 	dlqRecordsPerBatch = 500
 	dlqBatchBytes      = 256 << 10
+	// dlqCopyReadBytes bounds what one write reads of the source log for
+	// errors.deadletterqueue.copy.record.enable.
+	dlqCopyReadBytes = 8 << 20
 )
 
 // dlqSlots holds one token per dead-letter write in flight.
@@ -79,7 +85,7 @@ var dlqSlots = make(chan struct{}, dlqMaxWrites)
 // shareDeadLetters returns what a group's share-partitions hand their
 // dead-lettered records to: nil while share.version is below 2 or the
 // group names no DLQ topic.
-func (b *Broker) shareDeadLetters(group, dlqTopic string) func(share.Key, []share.DeadLetter) {
+func (b *Broker) shareDeadLetters(group, dlqTopic string, copyRecord bool) func(share.Key, []share.DeadLetter) {
 	if dlqTopic == "" || b.featureLevel(controller.FeatureShareVersion) < 2 {
 		return nil
 	}
@@ -92,7 +98,7 @@ func (b *Broker) shareDeadLetters(group, dlqTopic string) func(share.Key, []shar
 		}
 		go func() {
 			defer func() { <-dlqSlots }()
-			if err := b.writeDeadLetters(group, dlqTopic, key, dls); err != nil {
+			if err := b.writeDeadLetters(group, dlqTopic, copyRecord, key, dls); err != nil {
 				b.logger.Warn("share-group dead-letter queue: write failed, records stay archived", "group", group, "dlq", dlqTopic, "records", len(dls), "err", err)
 			}
 		}()
@@ -140,25 +146,119 @@ func (b *Broker) dlqTopicPrefix(img *controller.Image) string {
 
 // writeDeadLetters produces one DLQ record per dead letter of key's
 // share-partition, retrying what is retriable until dlqWriteTimeout.
-func (b *Broker) writeDeadLetters(group, dlqTopic string, key share.Key, dls []share.DeadLetter) error {
+func (b *Broker) writeDeadLetters(group, dlqTopic string, copyRecord bool, key share.Key, dls []share.DeadLetter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), dlqWriteTimeout)
 	defer cancel()
 	source := uuidString(key.TopicID) // as Kafka, when the name is unknown
-	if t := b.metadata().TopicsByID[key.TopicID]; t != nil {
+	t := b.metadata().TopicsByID[key.TopicID]
+	if t != nil {
 		source = t.Name
 	}
-	now := time.Now().UnixMilli()
-	// A DLQ record is its headers: about 200 bytes besides the names.
-	perBatch := max(1, min(dlqRecordsPerBatch, dlqBatchBytes/(200+len(group)+len(source))))
-	for len(dls) > 0 {
-		n := min(len(dls), perBatch)
-		batch := dlqBatch(group, source, key.Partition, dls[:n], now)
-		if err := b.produceDeadLetters(ctx, group, dlqTopic, key.Partition, batch); err != nil {
-			return err
-		}
-		dls = dls[n:]
+	var originals map[int64]dlqOriginal
+	if copyRecord && t != nil {
+		originals = b.dlqOriginals(t, key.Partition, dls)
 	}
-	return nil
+	now := time.Now().UnixMilli()
+	var recs []kmsg.Record
+	size := 0
+	flush := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		err := b.produceDeadLetters(ctx, group, dlqTopic, key.Partition, dlqBatch(recs, now))
+		recs, size = recs[:0], 0
+		return err
+	}
+	for _, dl := range dls {
+		r := dlqRecord(group, source, key.Partition, dl, originals[dl.Offset])
+		n := len(r.Key) + len(r.Value) + 200 + len(group) + len(source)
+		if len(recs) > 0 && (size+n > dlqBatchBytes || len(recs) == dlqRecordsPerBatch) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		r.OffsetDelta = int32(len(recs))
+		recs = append(recs, r)
+		size += n
+	}
+	return flush()
+}
+
+// dlqOriginal is the key and value of a dead-lettered record.
+type dlqOriginal struct{ key, value []byte }
+
+// dlqOriginals reads the keys and values of the dead-lettered offsets
+// from partition of t, which this broker leads, within dlqCopyReadBytes;
+// what it cannot read is left out (its DLQ record has headers only, as
+// Kafka's when it cannot fetch the original).
+func (b *Broker) dlqOriginals(t *controller.Topic, partition int32, dls []share.DeadLetter) map[int64]dlqOriginal {
+	p, _, err := b.leaderReplica(t, partition, -1)
+	if err != nil || len(dls) == 0 {
+		return nil
+	}
+	want := make(map[int64]bool, len(dls))
+	first, last := dls[0].Offset, dls[0].Offset
+	for _, dl := range dls {
+		want[dl.Offset] = true
+		first, last = min(first, dl.Offset), max(last, dl.Offset)
+	}
+	out := make(map[int64]dlqOriginal, len(dls))
+	read := 0
+	for off := first; off <= last && read < dlqCopyReadBytes; {
+		res, err := p.log.Read(off, 1<<20, p.highWatermark(), true)
+		if err != nil || len(res.Data) == 0 {
+			break
+		}
+		read += len(res.Data)
+		next := dlqEachRecord(logstore.DecompressBatches(res.Data), func(o int64, r *kmsg.Record) {
+			if want[o] {
+				out[o] = dlqOriginal{key: r.Key, value: r.Value}
+			}
+		})
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return out
+}
+
+// dlqEachRecord calls fn with the offset and record of each record of the
+// uncompressed data batches in data (control batches and batches it
+// cannot decode are skipped) and returns the offset after the last whole
+// batch, -1 if there was none.
+func dlqEachRecord(data []byte, fn func(int64, *kmsg.Record)) int64 {
+	next := int64(-1)
+	for len(data) >= 61 {
+		size := int(binary.BigEndian.Uint32(data[8:])) + 12
+		if size < 61 || size > len(data) {
+			break
+		}
+		var rb kmsg.RecordBatch
+		err := rb.ReadFrom(data[:size])
+		data = data[size:]
+		if err != nil {
+			continue
+		}
+		next = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		if rb.Attributes&0x07 != 0 || rb.Attributes&0x20 != 0 {
+			continue
+		}
+		recs := rb.Records
+		for range rb.NumRecords {
+			length, n := binary.Varint(recs)
+			if n <= 0 || length < 0 || int64(len(recs)-n) < length {
+				break
+			}
+			var r kmsg.Record
+			if r.ReadFrom(recs[:n+int(length)]) != nil {
+				break
+			}
+			recs = recs[n+int(length):]
+			fn(rb.FirstOffset+int64(r.OffsetDelta), &r)
+		}
+	}
+	return next
 }
 
 // produceDeadLetters sends batch to the leader of the DLQ partition the
@@ -223,48 +323,54 @@ func (b *Broker) sendDeadLetters(ctx context.Context, t *controller.Topic, dest,
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }
 
-// dlqBatch encodes the DLQ records of dls as one uncompressed magic v2
-// batch without a producer, timestamped now.
-func dlqBatch(group, sourceTopic string, sourcePartition int32, dls []share.DeadLetter, now int64) []byte {
+// dlqRecord is the DLQ record of dl: Kafka's headers, and orig's key and
+// value when the record is copied.
+func dlqRecord(group, sourceTopic string, sourcePartition int32, dl share.DeadLetter, orig dlqOriginal) kmsg.Record {
+	msg := dlqMessageExceeded
+	if dl.Rejected {
+		msg = dlqMessageRejected
+	}
+	return kmsg.Record{
+		Key:   orig.key,
+		Value: orig.value,
+		Headers: []kmsg.Header{
+			{Key: dlqHeaderTopic, Value: []byte(sourceTopic)},
+			{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(sourcePartition)))},
+			{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(dl.Offset, 10))},
+			{Key: dlqHeaderGroup, Value: []byte(group)},
+			{Key: dlqHeaderDeliveryCount, Value: []byte(strconv.Itoa(int(dl.DeliveryCount)))},
+			{Key: dlqHeaderMessage, Value: []byte(msg)},
+		},
+	}
+}
+
+// dlqBatch encodes recs (their OffsetDelta set) as one uncompressed magic
+// v2 batch without a producer, timestamped now.
+func dlqBatch(recs []kmsg.Record, now int64) []byte {
 	var raw []byte
-	for i, dl := range dls {
-		msg := dlqMessageExceeded
-		if dl.Rejected {
-			msg = dlqMessageRejected
-		}
-		rec := kmsg.Record{
-			OffsetDelta: int32(i),
-			Key:         nil,
-			Value:       nil,
-			Headers: []kmsg.Header{
-				{Key: dlqHeaderTopic, Value: []byte(sourceTopic)},
-				{Key: dlqHeaderPartition, Value: []byte(strconv.Itoa(int(sourcePartition)))},
-				{Key: dlqHeaderOffset, Value: []byte(strconv.FormatInt(dl.Offset, 10))},
-				{Key: dlqHeaderGroup, Value: []byte(group)},
-				{Key: dlqHeaderDeliveryCount, Value: []byte(strconv.Itoa(int(dl.DeliveryCount)))},
-				{Key: dlqHeaderMessage, Value: []byte(msg)},
-			},
-		}
-		body := rec.AppendTo(nil)[1:] // a zero Length is one varint byte
+	for i := range recs {
+		body := recs[i].AppendTo(nil)[1:] // a zero Length is one varint byte
 		raw = binary.AppendVarint(raw, int64(len(body)))
 		raw = append(raw, body...)
 	}
 	rb := kmsg.RecordBatch{
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
-		LastOffsetDelta:      int32(len(dls) - 1),
+		LastOffsetDelta:      int32(len(recs) - 1),
 		FirstTimestamp:       now,
 		MaxTimestamp:         now,
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
 		FirstSequence:        -1,
-		NumRecords:           int32(len(dls)),
+		NumRecords:           int32(len(recs)),
 		Records:              raw,
 	}
 	const headerAfterLength = 61 - 12 // batch header bytes after the length field
 	rb.Length = int32(headerAfterLength + len(raw))
 	out := rb.AppendTo(nil)
 	const posCRC, posAttributes = 17, 21
-	binary.BigEndian.PutUint32(out[posCRC:], crc32.Checksum(out[posAttributes:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(out[posCRC:], crc32.Checksum(out[posAttributes:], dlqCastagnoli))
 	return out
 }
+
+var dlqCastagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -36,8 +36,9 @@ func waitShareVersion(t *testing.T, addr string, level int16, upgradeType int8) 
 // errors.deadletterqueue.topic.name topic as Kafka 4.4 writes them: no key,
 // no value, and the __dlq.errors.* headers naming the source topic,
 // partition, offset, group, delivery count and reason. An accepted record
-// does not. The old code supported share.version up to 1 and had no
-// dead-letter queue.
+// does not. With errors.deadletterqueue.copy.record.enable the DLQ record
+// carries the original key and value too. The old code supported
+// share.version up to 1 and had no dead-letter queue.
 func TestShareGroupDeadLetterQueue(t *testing.T) {
 	n := sluicetest.Start(t)
 	addr := n.Addr()
@@ -70,7 +71,7 @@ func TestShareGroupDeadLetterQueue(t *testing.T) {
 				v := string(r.Value)
 				seen[v]++
 				switch v {
-				case "v1-reject", "reject":
+				case "v1-reject", "reject", "copy-reject":
 					r.Ack(kgo.AckReject)
 				case "release":
 					r.Ack(kgo.AckRelease)
@@ -137,5 +138,21 @@ func TestShareGroupDeadLetterQueue(t *testing.T) {
 	}
 	if o, _ := ends.Lookup(dlq, 0); o.Offset != 2 {
 		t.Errorf("DLQ topic end offset %d, want 2: the share.version 1 rejection or the accepted record was dead-lettered", o.Offset)
+	}
+
+	// errors.deadletterqueue.copy.record.enable: the key and value too.
+	mustAlterGroupConfigs(t, n.Client(), group, "set:errors.deadletterqueue.copy.record.enable=true")
+	if err := producer.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte("copy-reject")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumeUntil(func() bool { return seen["copy-reject"] == 1 })
+	got = consumeAll(t, addr, dlq, 3)
+	last := got[len(got)-1]
+	h := map[string]string{}
+	for _, kv := range last.Headers {
+		h[kv.Key] = string(kv.Value)
+	}
+	if string(last.Key) != "k" || string(last.Value) != "copy-reject" || h["__dlq.errors.offset"] != "4" || h["__dlq.errors.message"] != "Offset rejected by client." {
+		t.Errorf("copied DLQ record: key %q value %q headers %v, want k=copy-reject with source offset 4 rejected", last.Key, last.Value, h)
 	}
 }

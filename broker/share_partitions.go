@@ -78,6 +78,7 @@ func (b *Broker) sharePartitionSettings(img *controller.Image, group string) sha
 	}
 	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
 	gs := sharePartitionSettings{partition: share.DefaultSettings, autoReset: "latest", renew: true}
+	dlqTopic, dlqCopy := "", false
 	for _, e := range b.cfg.DescribeGroup(set, perBroker, clusterDefault) {
 		if e.Value == nil {
 			continue
@@ -104,9 +105,12 @@ func (b *Broker) sharePartitionSettings(img *controller.Image, group string) sha
 		case "share.renew.acknowledge.enable":
 			gs.renew = v != "false"
 		case "errors.deadletterqueue.topic.name":
-			gs.partition.DeadLetters = b.shareDeadLetters(group, v) // share_dlq.go
+			dlqTopic = v
+		case "errors.deadletterqueue.copy.record.enable":
+			dlqCopy = v == "true"
 		}
 	}
+	gs.partition.DeadLetters = b.shareDeadLetters(group, dlqTopic, dlqCopy) // share_dlq.go
 	return gs
 }
 

@@ -14,9 +14,9 @@ package config
 // consumer.heartbeat.interval.ms on KIP-848 consumer groups, and
 // share.auto.offset.reset, share.isolation.level,
 // share.record.lock.duration.ms, share.delivery.count.limit,
-// share.partition.max.record.locks and errors.deadletterqueue.topic.name
-// on share groups' partitions (broker/share_partitions.go,
-// broker/share_dlq.go). Every other key
+// share.partition.max.record.locks, errors.deadletterqueue.topic.name and
+// errors.deadletterqueue.copy.record.enable on share groups' partitions
+// (broker/share_partitions.go, broker/share_dlq.go). Every other key
 // belongs to a feature sluice does not have yet (share groups, streams
 // groups, batched or offloaded assignment): it is described with its
 // default, and setting any other value is refused with INVALID_CONFIG and a
@@ -185,8 +185,8 @@ var groupKeyList = []GroupKey{
 		Doc: "The task assignor of a streams group, by name, from group.streams.assignors."},
 	{Name: "errors.deadletterqueue.topic.name", Type: TypeString, Default: "", Support: GroupEnforced,
 		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group (KIP-1191, share.version 2). If blank (the default), the group does not have a DLQ topic."},
-	{Name: "errors.deadletterqueue.copy.record.enable", Type: TypeBoolean, Default: "false", Support: GroupShareOnly,
-		Doc: "Whether a share group's dead-letter queue gets a copy of the record or only its context headers."},
+	{Name: "errors.deadletterqueue.copy.record.enable", Type: TypeBoolean, Default: "false", Support: GroupEnforced,
+		Doc: "When writing onto the dead-letter queue topic, whether to copy the original record's key and value onto the DLQ topic, or just write a record containing the context information headers."},
 }
 
 var groupKeyIndex = func() map[string]int {
