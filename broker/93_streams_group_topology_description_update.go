@@ -24,15 +24,16 @@ import (
 
 func (b *Broker) handleStreamsGroupTopologyDescriptionUpdate(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.StreamsGroupTopologyDescriptionUpdateRequest)
+	fail := func(code int16) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	switch {
 	case !b.streamsGroupsEnabled():
-		resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		return resp, nil
+		return fail(kerr.UnsupportedVersion.Code)
 	case !b.authorizedGroup(r, kmsg.ACLOperationRead, req.Group):
-		resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
-		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
-		return resp, nil
+		return fail(kerr.GroupAuthorizationFailed.Code)
 	}
 	return b.groups.StreamsTopologyDescriptionUpdate(req), nil
 }
