@@ -137,6 +137,19 @@ func (m *streamsMember) beatErr(ctx context.Context, cl *kgo.Client, group strin
 	return kerr.ErrorForCode(resp.ErrorCode)
 }
 
+// describeTopology sends m's StreamsGroupTopologyDescriptionUpdate (an
+// empty description of topology epoch 0, the epoch m's topology has) to
+// group's coordinator and returns its error code.
+func (m *streamsMember) describeTopology(ctx context.Context, cl *kgo.Client, group string) (int16, error) {
+	req := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+	req.Group, req.MemberID, req.TopologyEpoch = group, m.id, 0
+	kresp, err := toCoordinator(ctx, cl, group, req)
+	if err != nil {
+		return 0, fmt.Errorf("StreamsGroupTopologyDescriptionUpdate %s/%s: %w", group, m.id, err)
+	}
+	return kresp.(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode, nil
+}
+
 // beatOK is beat failing the test on any error but those a client
 // retries (the coordinator loading or moving), which it retries.
 func (m *streamsMember) beatOK(ctx context.Context, t *testing.T, cl *kgo.Client, group string) *kmsg.StreamsGroupHeartbeatResponse {
@@ -339,8 +352,9 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 }
 
 // TestStreamsGroupsNeedStreamsVersion: with streams.version downgraded to
-// 0 the streams-group APIs answer UNSUPPORTED_VERSION, as Kafka's do; a
-// new cluster has it at 1.
+// 0 the streams-group APIs (heartbeat, describe, topology description
+// update) answer UNSUPPORTED_VERSION, as Kafka's do; a new cluster has it
+// at 1.
 func TestStreamsGroupsNeedStreamsVersion(t *testing.T) {
 	n := streamsNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -368,6 +382,9 @@ func TestStreamsGroupsNeedStreamsVersion(t *testing.T) {
 	})
 	if d := streamsDescribe(ctx, t, cl, "g"); d.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("describe: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(d.ErrorCode))
+	}
+	if code, err := m.describeTopology(ctx, cl, "g"); err != nil || code != kerr.UnsupportedVersion.Code {
+		t.Fatalf("topology description update: %v %v, want UNSUPPORTED_VERSION", err, kerr.ErrorForCode(code))
 	}
 }
 
@@ -476,7 +493,8 @@ func TestStreamsGroupStandbyReplicas(t *testing.T) {
 
 // TestStreamsGroupHeartbeatAuthorization: READ on the group and DESCRIBE
 // on the topology's source topics are needed, as in Kafka's KafkaApis
-// (authorize_requests_test.go explains the ACL setup).
+// (authorize_requests_test.go explains the ACL setup); READ on the group
+// also for StreamsGroupTopologyDescriptionUpdate.
 func TestStreamsGroupHeartbeatAuthorization(t *testing.T) {
 	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -491,12 +509,18 @@ func TestStreamsGroupHeartbeatAuthorization(t *testing.T) {
 	if r, err := m.beat(ctx, cl, "closed-app"); err != nil || r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("heartbeat without READ on the group: %v %+v", err, r)
 	}
+	if code, err := m.describeTopology(ctx, cl, "closed-app"); err != nil || code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("topology description update without READ on the group: %v %v", err, kerr.ErrorForCode(code))
+	}
 	m = &streamsMember{id: "m", process: "p", source: "closed-in", changelog: "open-app-changelog"}
 	if r, err := m.beat(ctx, cl, "open-app"); err != nil || r.ErrorCode != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("heartbeat without DESCRIBE on the source topic: %v %+v", err, r)
 	}
 	m = &streamsMember{id: "m", process: "p", source: "open-in", changelog: "open-app-changelog"}
 	m.beatOK(ctx, t, cl, "open-app")
+	if code, err := m.describeTopology(ctx, cl, "open-app"); err != nil || code != 0 {
+		t.Fatalf("topology description update by a member with READ: %v %v", err, kerr.ErrorForCode(code))
+	}
 }
 
 // TestStreamsGroupInternalTopicsNeedCreate: the coordinator creates a
