@@ -5,6 +5,7 @@ package broker_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -154,5 +155,68 @@ func TestShareGroupDeadLetterQueue(t *testing.T) {
 	}
 	if string(last.Key) != "k" || string(last.Value) != "copy-reject" || h["__dlq.errors.offset"] != "4" || h["__dlq.errors.message"] != "Offset rejected by client." {
 		t.Errorf("copied DLQ record: key %q value %q headers %v, want k=copy-reject with source offset 4 rejected", last.Key, last.Value, h)
+	}
+}
+
+// TestShareGroupDeadLetterQueueRemoteLeader: on three nodes, the DLQ
+// topic's partition led by another node than the source partition's
+// leader: the share-partition leader produces the dead letters to it
+// (acks=all), and every rejected record is there once.
+func TestShareGroupDeadLetterQueueRemoteLeader(t *testing.T) {
+	const topic, group, dlq, total = "sq-dlq3", "sg-dlq3", "dlq.three", 5
+	c := sluicetest.StartCluster(t, 3)
+	cl := clusterClient(c, kgo.RequiredAcks(kgo.AllISRAcks()))
+	t.Cleanup(cl.Close)
+	createAssigned(t, cl, topic, []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	createAssigned(t, cl, dlq, []int32{2, 3, 1}, map[string]string{"min.insync.replicas": "2", "errors.deadletterqueue.group.enable": "true"})
+	src := waitState(t, cl, topic, "full ISR", isrLen(3))
+	dst := waitState(t, cl, dlq, "full ISR", isrLen(3))
+	if src.leader == dst.leader {
+		t.Fatalf("source and DLQ partitions both led by %d", src.leader)
+	}
+	mustAlterGroupConfigs(t, cl, group, "set:share.auto.offset.reset=earliest", "set:errors.deadletterqueue.topic.name="+dlq)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var rs []*kgo.Record
+	for i := range total {
+		rs = append(rs, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer := clusterClient(c, kgo.ConsumeTopics(topic), kgo.ShareGroup(group))
+	t.Cleanup(consumer.Close)
+	seen := map[string]bool{}
+	for len(seen) < total {
+		fs := consumer.PollRecords(ctx, total)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records delivered: %v", len(seen), total, ctx.Err())
+		}
+		for _, r := range fs.Records() {
+			seen[string(r.Value)] = true
+			r.Ack(kgo.AckReject)
+		}
+		if err := consumer.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got := consumeAll(t, c.Addrs()[0], dlq, total)
+	offsets := map[string]bool{}
+	for _, r := range got {
+		for _, h := range r.Headers {
+			if h.Key == "__dlq.errors.offset" {
+				offsets[string(h.Value)] = true
+			}
+		}
+	}
+	for i := range total {
+		if !offsets[strconv.Itoa(i)] {
+			t.Errorf("no DLQ record for source offset %d (DLQ records for %v)", i, offsets)
+		}
+	}
+	if len(got) != total {
+		t.Errorf("%d DLQ records, want %d", len(got), total)
 	}
 }
