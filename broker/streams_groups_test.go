@@ -553,3 +553,46 @@ func TestStreamsGroupInternalTopicsNeedCreate(t *testing.T) {
 		t.Fatalf("the coordinator created denied-changelog for a principal without CREATE")
 	}
 }
+
+// TestStreamsGroupDescribeOtherGroups: StreamsGroupDescribe of a group
+// that does not exist, or of a group of another type, and
+// ConsumerGroupDescribe of a streams group answer GROUP_ID_NOT_FOUND with
+// Kafka's messages.
+func TestStreamsGroupDescribeOtherGroups(t *testing.T) {
+	n := streamsNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := n.Client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	m := &streamsMember{id: "m", process: "p", source: "in", changelog: "app-changelog"}
+	m.beatOK(ctx, t, cl, "app")
+	// A group with only committed offsets (an admin commit) is of neither type.
+	offsets := kadm.Offsets{}
+	offsets.AddOffset("in", 0, 1, -1)
+	if r, err := adm.CommitOffsets(ctx, "offsets-only", offsets); err != nil || r.Error() != nil {
+		t.Fatalf("commit to offsets-only: %v %v", err, r.Error())
+	}
+	for _, c := range []struct{ group, want string }{
+		{"missing", "Group missing not found."},
+		{"offsets-only", "Group offsets-only is not a streams group."},
+	} {
+		d := streamsDescribe(ctx, t, cl, c.group)
+		if d.ErrorCode != kerr.GroupIDNotFound.Code || d.ErrorMessage == nil || *d.ErrorMessage != c.want {
+			t.Errorf("StreamsGroupDescribe %s: %v %v, want GROUP_ID_NOT_FOUND %q", c.group, kerr.ErrorForCode(d.ErrorCode), d.ErrorMessage, c.want)
+		}
+	}
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"app"}
+	kresp, err := toCoordinator(ctx, cl, "app", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kresp.(*kmsg.ConsumerGroupDescribeResponse)
+	const want = "Group app is not a consumer group."
+	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code || resp.Groups[0].ErrorMessage == nil || *resp.Groups[0].ErrorMessage != want {
+		t.Fatalf("ConsumerGroupDescribe of a streams group: %+v, want GROUP_ID_NOT_FOUND %q", resp.Groups, want)
+	}
+}
