@@ -3,6 +3,7 @@ package compat
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,8 @@ import (
 // compat/kafkatools/fetch.sh fills (scripts/test-all.sh runs it). A tool run
 // costs a JVM start (about a second), so each row makes the few invocations
 // its check needs and does setup and cross-checks with franz-go instead.
+// The rows with a Java app of their own (compat/streams/, compat/share/)
+// build it with its build.sh through runBuildScript.
 
 // kafkaVersion is the Kafka release in compat/kafkatools/pom.xml.
 const kafkaVersion = "4.1.1"
@@ -229,4 +232,22 @@ func consumeAll(ctx context.Context, env *rowEnv, topic string, partitions int32
 		recs = append(recs, fetches.Records()...)
 	}
 	return recs, nil
+}
+
+// runBuildScript runs a compat app's build script (compat/streams/build.sh,
+// compat/share/build.sh; root is the repository) and returns the libs
+// directory it prints on its last line. A failure is reported with the
+// problem the script printed.
+func runBuildScript(ctx context.Context, root, script string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(root, filepath.FromSlash(script)), args...).Output()
+	if err != nil {
+		msg := err.Error()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			msg = toolProblem(string(ee.Stderr))
+		}
+		return "", fmt.Errorf("%s: %s", strings.Join(append([]string{script}, args...), " "), msg)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -346,24 +345,6 @@ func (s *streamsRun) build(ctx context.Context) (string, error) {
 		args = append(args, s.version)
 	}
 	return runBuildScript(ctx, s.root, "compat/streams/build.sh", args...)
-}
-
-// runBuildScript runs a compat app's build script (compat/streams/build.sh,
-// compat/share/build.sh; root is the repository) and returns the libs
-// directory it prints on its last line. A failure is reported with the
-// problem the script printed.
-func runBuildScript(ctx context.Context, root, script string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, filepath.Join(root, filepath.FromSlash(script)), args...).Output()
-	if err != nil {
-		msg := err.Error()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			msg = toolProblem(string(ee.Stderr))
-		}
-		return "", fmt.Errorf("%s: %s", strings.Join(append([]string{script}, args...), " "), msg)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
 }
 
 // produce writes perKey records for every key, keys interleaved, with
