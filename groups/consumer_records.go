@@ -295,7 +295,10 @@ func (r *recordReader) compactString() string {
 func (r *recordReader) arrayLen() int {
 	n := r.uvarint() - 1
 	if n > len(r.b) {
+		// Every element takes at least one byte: a longer count is a
+		// corrupt record, and must not size an allocation.
 		r.fail(errShortRecord)
+		return -1
 	}
 	return n
 }
