@@ -1,13 +1,16 @@
 package broker
 
 // The share-group dead-letter queue (KIP-1191, Kafka 4.4), written by the
-// share-partition leader: a record a member REJECTs, or one archived after
-// share.delivery.count.limit deliveries, is written to the topic the
-// group's errors.deadletterqueue.topic.name names, once the change that
-// archived it was persisted (package share hands it over then:
-// share.Settings.DeadLetters). Only while share.version is finalized at 2
-// or more (Kafka's ShareVersion.supportsShareGroupDLQ) and the group names
-// a topic; otherwise nothing is dead-lettered.
+// share-partition leader: a record a member REJECTs, or one released after
+// share.delivery.count.limit deliveries, is ARCHIVING, and written to the
+// topic the group's errors.deadletterqueue.topic.name names once that
+// state was persisted (package share hands it over then:
+// share.Settings.DeadLetters); when the write ended it is ARCHIVED. A new
+// leader (or this one after a reload) writes the records it finds
+// ARCHIVING again: at least once, as Kafka's maybeResumeDlqArchiving. Only
+// while share.version is finalized at 2 or more (Kafka's
+// ShareVersion.supportsShareGroupDLQ) and the group names a topic;
+// otherwise nothing is dead-lettered.
 //
 // As Kafka's ShareGroupDLQStateManager, each dead-lettered offset becomes
 // one record of the DLQ topic's partition (source partition modulo its
@@ -18,20 +21,18 @@ package broker
 // ("Offset rejected by client." or "Offset delivery count exceeded the
 // threshold."), all UTF-8 strings; with the group's
 // errors.deadletterqueue.copy.record.enable, the key and value of the
-// original record too (headers only when it cannot be read). The write is refused, as Kafka's
-// validateDlqTopic refuses it, when the topic name starts with "__", does
-// not start with errors.deadletterqueue.topic.name.prefix (the broker
-// config, "dlq." by default; "" allows any name), the topic does not
-// exist, or its errors.deadletterqueue.group.enable is not true. A write
-// that is refused or fails is logged and dropped: the record stays
-// ARCHIVED, as Kafka's "proceeding to ARCHIVED regardless".
+// original record too (headers only when it cannot be read). The write is
+// refused, as Kafka's validateDlqTopic refuses it, when the topic name
+// starts with "__", does not start with
+// errors.deadletterqueue.topic.name.prefix (the broker config, "dlq." by
+// default; "" allows any name), the topic does not exist, or its
+// errors.deadletterqueue.group.enable is not true. A write that is refused
+// or fails is logged and dropped: the record is ARCHIVED all the same, as
+// Kafka's "proceeding to ARCHIVED regardless".
 //
-// sluice differs from Kafka 4.4 in: the record is ARCHIVED at once (Kafka
-// keeps it ARCHIVING, a persisted state, until the DLQ write completed, and
-// a new leader writes what an old one had not), so a leader that dies
-// between the state write and the DLQ write loses that DLQ record; and
-// errors.deadletterqueue.auto.create.topics.enable (the broker creating a
-// missing DLQ topic) accepts only its default, false.
+// sluice differs from Kafka 4.4 in: errors.deadletterqueue.auto.create.
+// topics.enable (the broker creating a missing DLQ topic) accepts only its
+// default, false.
 
 import (
 	"context"
@@ -85,19 +86,21 @@ var dlqSlots = make(chan struct{}, dlqMaxWrites)
 // shareDeadLetters returns what a group's share-partitions hand their
 // dead-lettered records to: nil while share.version is below 2 or the
 // group names no DLQ topic.
-func (b *Broker) shareDeadLetters(group, dlqTopic string, copyRecord bool) func(share.Key, []share.DeadLetter) {
+func (b *Broker) shareDeadLetters(group, dlqTopic string, copyRecord bool) func(share.Key, []share.DeadLetter, func()) {
 	if dlqTopic == "" || b.featureLevel(controller.FeatureShareVersion) < 2 {
 		return nil
 	}
-	return func(key share.Key, dls []share.DeadLetter) {
+	return func(key share.Key, dls []share.DeadLetter, done func()) {
 		select {
 		case dlqSlots <- struct{}{}:
 		default:
 			b.logger.Warn("share-group dead-letter queue: too many writes in flight, records dropped", "group", group, "dlq", dlqTopic, "records", len(dls))
+			go done() // the caller holds the share-partition's lock
 			return
 		}
 		go func() {
 			defer func() { <-dlqSlots }()
+			defer done()
 			if err := b.writeDeadLetters(group, dlqTopic, copyRecord, key, dls); err != nil {
 				b.logger.Warn("share-group dead-letter queue: write failed, records stay archived", "group", group, "dlq", dlqTopic, "records", len(dls), "err", err)
 			}

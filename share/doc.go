@@ -80,14 +80,15 @@
 // at once. A record is redelivered until it is acknowledged, rejected or
 // has been delivered share.delivery.count.limit times.
 //
-// The dead-letter queue (KIP-1191, share.version 2): a record a member
-// rejects, or one archived after share.delivery.count.limit deliveries,
-// is handed to Settings.DeadLetters (set while the group names an
-// errors.deadletterqueue.topic.name) once the change that archived it was
-// persisted; broker/share_dlq.go writes it to the DLQ topic. Kafka keeps
-// such a record ARCHIVING (persisted) until the DLQ write completed;
-// sluice archives it at once, so a leader that dies between the two
-// writes loses that DLQ record.
+// The dead-letter queue (KIP-1191, share.version 2): while the group names
+// an errors.deadletterqueue.topic.name (Settings.DeadLetters), a record a
+// member rejects, or one released after share.delivery.count.limit
+// deliveries, is ARCHIVING, as in Kafka: handed to the dead-letter queue
+// once that state was persisted (broker/share_dlq.go writes it to the DLQ
+// topic), and ARCHIVED when the write ended, whatever its outcome. A load
+// hands the records it finds ARCHIVING to the dead-letter queue again, so
+// a leader's death between the two writes costs a duplicate DLQ record at
+// worst, never a lost one.
 //
 // A member's acquired records are released when its share session closes
 // (ShareFetch / ShareAcknowledge with epoch -1) or when the connection

@@ -69,12 +69,15 @@ func (m *Manager) Partition(ctx context.Context, key Key, leaderEpoch int32, set
 	}
 	st.LeaderEpoch = leaderEpoch
 	p.loadLocked(st)
+	p.resumeDeadLettersLocked()
 	p.leaderEpoch = leaderEpoch
 	if err := m.persister.WriteState(ctx, key, p.snapshotLocked()); err != nil {
+		p.dead = nil
 		m.forget(key, p)
 		return nil, err
 	}
 	p.initialized = true
+	p.flushDeadLettersLocked()
 	return p, nil
 }
 

@@ -63,7 +63,11 @@ const (
 	Available    RecordState = 0
 	Acquired     RecordState = 1
 	Acknowledged RecordState = 2
-	Archived     RecordState = 4
+	// Archiving: archived for the dead-letter queue (KIP-1191), until
+	// the DLQ write completed; neither delivered nor past the start
+	// offset meanwhile.
+	Archiving RecordState = 3
+	Archived  RecordState = 4
 )
 
 func (s RecordState) String() string {
@@ -74,6 +78,8 @@ func (s RecordState) String() string {
 		return "ACQUIRED"
 	case Acknowledged:
 		return "ACKNOWLEDGED"
+	case Archiving:
+		return "ARCHIVING"
 	case Archived:
 		return "ARCHIVED"
 	}
@@ -119,11 +125,13 @@ type Settings struct {
 	MaxRecordLocks     int
 	// DeadLetters, when not nil, is given the records the group's
 	// dead-letter queue gets (KIP-1191: rejected, or archived after
-	// share.delivery.count.limit deliveries), once the change that
-	// archived them was persisted; never for a change that was not. It
-	// is called with the share-partition locked and must not block; the
-	// slice is its own. nil: the group has no dead-letter queue.
-	DeadLetters func(Key, []DeadLetter)
+	// share.delivery.count.limit deliveries), ARCHIVING, once the change
+	// that made them so was persisted; never for a change that was not.
+	// It is called with the share-partition locked and must not block;
+	// the slice is its own. It calls done (without the lock held) when
+	// the DLQ write ended, whatever its outcome: the records are
+	// ARCHIVED then. nil: the group has no dead-letter queue.
+	DeadLetters func(key Key, letters []DeadLetter, done func())
 }
 
 // DeadLetter is a record a change archived for the group's dead-letter
@@ -456,8 +464,7 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, renew bool, n
 			case AckAccept:
 				p.settle(r, Acknowledged)
 			case AckReject:
-				p.settle(r, Archived)
-				p.deadLetterLocked(off, r.deliveries, true)
+				p.archiveLocked(r, off, true)
 			case AckGap:
 				p.settle(r, Archived)
 			case AckRelease:
@@ -569,28 +576,83 @@ func (p *Partition) settle(r *record, s RecordState) {
 // delivery count reached the limit.
 func (p *Partition) releaseLocked(r *record, off int64) {
 	if int(r.deliveries) >= p.settings.DeliveryCountLimit {
-		p.settle(r, Archived)
-		p.deadLetterLocked(off, r.deliveries, false)
+		p.archiveLocked(r, off, false)
 		return
 	}
 	p.settle(r, Available)
 }
 
-// deadLetterLocked notes a record archived for the dead-letter queue, when
-// the group has one.
-func (p *Partition) deadLetterLocked(offset int64, deliveries int16, rejected bool) {
-	if p.settings.DeadLetters != nil {
-		p.dead = append(p.dead, DeadLetter{Offset: offset, DeliveryCount: deliveries, Rejected: rejected})
+// archiveLocked archives r, at offset off: ARCHIVING for the dead-letter
+// queue when the group has one, else ARCHIVED.
+func (p *Partition) archiveLocked(r *record, off int64, rejected bool) {
+	if p.settings.DeadLetters == nil {
+		p.settle(r, Archived)
+		return
+	}
+	p.settle(r, Archiving)
+	p.dead = append(p.dead, DeadLetter{Offset: off, DeliveryCount: r.deliveries, Rejected: rejected})
+}
+
+// flushDeadLettersLocked hands the ARCHIVING records of the change just
+// persisted to the dead-letter queue.
+func (p *Partition) flushDeadLettersLocked() {
+	if len(p.dead) > 0 && p.settings.DeadLetters != nil {
+		offsets := make([]int64, len(p.dead))
+		for i, dl := range p.dead {
+			offsets[i] = dl.Offset
+		}
+		p.settings.DeadLetters(p.key, p.dead, func() { p.completeDeadLetters(offsets) })
+	}
+	p.dead = nil
+}
+
+// completeDeadLetters makes the offsets still ARCHIVING ARCHIVED once their
+// DLQ write ended (Kafka: "proceeding to ARCHIVED regardless"), and
+// persists that. A share-partition gone stale meanwhile leaves them to the
+// next load, which hands them to the dead-letter queue again.
+func (p *Partition) completeDeadLetters(offsets []int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stale.Load() || !p.initialized {
+		return
+	}
+	saved := p.saveLocked()
+	changed := false
+	for _, off := range offsets {
+		if off >= p.start && off < p.endLocked() && p.recs[off-p.start].state == Archiving {
+			p.recs[off-p.start].state = Archived
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	before := p.start
+	p.advanceLocked()
+	if p.persistLocked(saved) == nil && p.start != before {
+		p.notifyLocked() // room in the window
 	}
 }
 
-// flushDeadLettersLocked hands what the change just persisted archived to
-// the dead-letter queue.
-func (p *Partition) flushDeadLettersLocked() {
-	if len(p.dead) > 0 && p.settings.DeadLetters != nil {
-		p.settings.DeadLetters(p.key, p.dead)
-	}
+// resumeDeadLettersLocked, after a load, hands the records persisted
+// ARCHIVING to the dead-letter queue again (Kafka's
+// maybeResumeDlqArchiving: rejected unless their delivery count reached
+// the limit), or archives them when the group has no dead-letter queue
+// any more.
+func (p *Partition) resumeDeadLettersLocked() {
 	p.dead = nil
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state != Archiving {
+			continue
+		}
+		if p.settings.DeadLetters == nil {
+			r.state = Archived
+			continue
+		}
+		p.dead = append(p.dead, DeadLetter{Offset: p.start + int64(i), DeliveryCount: r.deliveries, Rejected: int(r.deliveries) < p.settings.DeliveryCountLimit})
+	}
+	p.advanceLocked()
 }
 
 // expireLocked releases the records whose acquisition lock ran out by now.

@@ -71,10 +71,12 @@ func TestPartitionWriteBeforeApply(t *testing.T) {
 	}
 }
 
-// Dead letters (KIP-1191) are handed over only once the change that
-// archived them is persisted: a rejection whose write fails gives none; a
+// Dead letters (KIP-1191) are handed over only once the change that made
+// them ARCHIVING is persisted: a rejection whose write fails gives none; a
 // persisted rejection, and a release at share.delivery.count.limit
-// deliveries, give theirs; a gap does not.
+// deliveries, give theirs, a gap does not. They hold the start offset until
+// their DLQ write ended (then ARCHIVED); a reload before that hands them
+// over again (Kafka's maybeResumeDlqArchiving).
 func TestPartitionDeadLettersAfterWrite(t *testing.T) {
 	ctx := context.Background()
 	fp := &failingPersister{MemoryPersister: NewMemoryPersister()}
@@ -83,13 +85,15 @@ func TestPartitionDeadLettersAfterWrite(t *testing.T) {
 	start := func() (int64, error) { return 0, nil }
 	now := time.Unix(1000, 0)
 	var got []DeadLetter
+	var dones []func()
 	settings := DefaultSettings
 	settings.DeliveryCountLimit = 2
-	settings.DeadLetters = func(k Key, dls []DeadLetter) {
+	settings.DeadLetters = func(k Key, dls []DeadLetter, done func()) {
 		if k != key {
 			t.Errorf("dead letters of %v, want %v", k, key)
 		}
 		got = append(got, dls...)
+		dones = append(dones, done)
 	}
 	p, err := m.Partition(ctx, key, 1, settings, start)
 	if err != nil {
@@ -115,5 +119,24 @@ func TestPartitionDeadLettersAfterWrite(t *testing.T) {
 	want := []DeadLetter{{Offset: 0, DeliveryCount: 2, Rejected: true}, {Offset: 1, DeliveryCount: 2}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("dead letters %+v, want %+v", got, want)
+	}
+	if s, _ := p.State(0, now); s != Archiving || p.StartOffset() != 0 {
+		t.Fatalf("offset 0 is %v, start offset %d, want ARCHIVING at start offset 0 until the DLQ write ended", s, p.StartOffset())
+	}
+
+	// A new leader finds them ARCHIVING and hands them over again; its
+	// write ends and they are ARCHIVED: the start offset moves past them.
+	got = nil
+	p2, err := m.Partition(ctx, key, 2, settings, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []DeadLetter{{Offset: 0, DeliveryCount: 2}, {Offset: 1, DeliveryCount: 2}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("dead letters resumed after a reload %+v, want %+v", got, want)
+	}
+	dones[len(dones)-1]()
+	if s, _ := p2.State(1, now); s != Archived || p2.StartOffset() != 4 {
+		t.Fatalf("offset 1 is %v, start offset %d after the DLQ write, want ARCHIVED and 4", s, p2.StartOffset())
 	}
 }
