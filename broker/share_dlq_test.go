@@ -5,10 +5,12 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedev/sluice/sluicetest"
@@ -218,5 +220,110 @@ func TestShareGroupDeadLetterQueueRemoteLeader(t *testing.T) {
 	}
 	if len(got) != total {
 		t.Errorf("%d DLQ records, want %d", len(got), total)
+	}
+}
+
+// TestShareGroupDeadLetterQueueRefused: a DLQ topic is written only as
+// Kafka's validateDlqTopic allows. A rejection whose DLQ topic does not
+// have errors.deadletterqueue.group.enable=true, or whose name does not
+// start with errors.deadletterqueue.topic.name.prefix ("dlq."), is archived
+// (the share-partition start offset moves past it once the refused write
+// ended) and nothing is written; with the prefix set to "" (a dynamic
+// cluster-wide change) the second topic takes the next rejection.
+func TestShareGroupDeadLetterQueueRefused(t *testing.T) {
+	n := sluicetest.Start(t)
+	const topic, off, unprefixed = "sq-dlq-refused", "dlq.off", "unprefixed-dlq"
+	createTopic(t, n, topic, 1, nil)
+	createTopic(t, n, off, 1, nil)
+	enable := "true"
+	createTopic(t, n, unprefixed, 1, map[string]*string{"errors.deadletterqueue.group.enable": &enable})
+	groups := map[string]string{"sg-off": off, "sg-unprefixed": unprefixed}
+	for g, dlq := range groups {
+		mustAlterGroupConfigs(t, n.Client(), g, "set:share.auto.offset.reset=earliest", "set:errors.deadletterqueue.topic.name="+dlq)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := n.Client()
+	t.Cleanup(cl.Close)
+	produce := func(v string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	consumers := map[string]*kgo.Client{}
+	for g := range groups {
+		consumers[g] = n.Client(kgo.ConsumeTopics(topic), kgo.ShareGroup(g))
+		t.Cleanup(consumers[g].Close)
+	}
+	// rejectNext rejects group g's next record and waits until the
+	// share-partition start offset is past it: its DLQ write ended.
+	rejectNext := func(g string, next int64) {
+		t.Helper()
+		for rejected := false; !rejected; {
+			fs := consumers[g].PollRecords(ctx, 1)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: no record to reject: %v", g, ctx.Err())
+			}
+			for _, r := range fs.Records() {
+				r.Ack(kgo.AckReject)
+				rejected = true
+			}
+			if err := consumers[g].FlushAcks(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sluicetest.WaitFor(t, 30*time.Second, func() error {
+			resp := describeShareTopicOffsets(ctx, t, cl, g, topic)
+			if so := resp.Groups[0].Topics[0].Partitions[0].StartOffset; so != next {
+				return fmt.Errorf("%s: share-partition start offset %d, want %d", g, so, next)
+			}
+			return nil
+		})
+	}
+	endOffset := func(dlq string) int64 {
+		t.Helper()
+		ends, err := n.Admin().ListEndOffsets(ctx, dlq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := ends.Lookup(dlq, 0)
+		return o.Offset
+	}
+
+	produce("first")
+	for g := range groups {
+		rejectNext(g, 1)
+	}
+	for _, dlq := range groups {
+		if o := endOffset(dlq); o != 0 {
+			t.Errorf("refused DLQ topic %s has %d records", dlq, o)
+		}
+	}
+
+	v := ""
+	if _, err := n.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "errors.deadletterqueue.topic.name.prefix", Value: &v}}); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		rc, err := n.Admin().DescribeBrokerConfigs(ctx)
+		if err != nil {
+			return err
+		}
+		c, err := rc.On("", nil)
+		if err != nil {
+			return err
+		}
+		for _, kv := range c.Configs {
+			if kv.Key == "errors.deadletterqueue.topic.name.prefix" && kv.MaybeValue() == "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("errors.deadletterqueue.topic.name.prefix not yet \"\"")
+	})
+	produce("second")
+	rejectNext("sg-unprefixed", 2)
+	if o := endOffset(unprefixed); o != 1 {
+		t.Errorf("DLQ topic %s has %d records after the prefix was cleared, want 1", unprefixed, o)
 	}
 }
