@@ -71,7 +71,7 @@ func (c *Coordinator) ConsumerDescribe(name string) kmsg.ConsumerGroupDescribeRe
 
 // lockDescribedGroup finds the group that one group of a describe API of
 // the KIP-848 style groups names (ConsumerGroupDescribe,
-// StreamsGroupDescribe) and returns it locked; the caller unlocks it. A
+// StreamsGroupDescribe, ShareGroupDescribe) and returns it locked; the caller unlocks it. A
 // group that does not exist or is dead is GROUP_ID_NOT_FOUND "Group %s not
 // found.", one whose type isOfKind rejects is GROUP_ID_NOT_FOUND "Group %s
 // is not a <kind> group.", and one whose partition this node no longer
