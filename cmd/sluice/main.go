@@ -5,6 +5,9 @@
 // ./sluice-data. --config reads a TOML file whose keys are Kafka's broker
 // property names; --override key=value (repeatable, like
 // kafka-server-start.sh --override) wins over the file.
+//
+// `sluice dev --nodes N` starts a local cluster of N nodes as child
+// processes instead (dev.go).
 package main
 
 import (
@@ -39,6 +42,9 @@ func main() {
 }
 
 func run(start time.Time, args []string) error {
+	if len(args) > 0 && args[0] == "dev" {
+		return runDev(start, args[1:])
+	}
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	configPath := fs.String("config", "", "TOML file of Kafka broker properties (e.g. sluice.toml)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
