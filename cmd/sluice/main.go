@@ -4,7 +4,10 @@
 // With no flags it serves on 127.0.0.1:9092 and keeps its data in
 // ./sluice-data. --config reads a TOML file whose keys are Kafka's broker
 // property names; --override key=value (repeatable, like
-// kafka-server-start.sh --override) wins over the file.
+// kafka-server-start.sh --override) wins over the file. --env (container
+// mode, env.go) also reads KAFKA_* environment variables as the apache/kafka
+// image does, below --override, and prints the lines the testcontainers
+// Kafka modules wait for.
 //
 // `sluice dev --nodes N` starts a local cluster of N nodes as child
 // processes instead (dev.go).
@@ -49,6 +52,7 @@ func run(start time.Time, args []string) error {
 	configPath := fs.String("config", "", "TOML file of Kafka broker properties (e.g. sluice.toml)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	envMode := fs.Bool("env", false, "container mode: also read broker properties from KAFKA_* environment variables, as the apache/kafka image does (--override wins)")
 	var ovr overrides
 	fs.Var(&ovr, "override", "set a broker property, key=value (repeatable; wins over --config)")
 	if err := fs.Parse(args); err != nil {
@@ -65,9 +69,15 @@ func run(start time.Time, args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
-	cfg, err := config.Load(*configPath, ovr)
+	settings, fromEnv := []string(ovr), map[string]string(nil)
+	if *envMode {
+		var env []string
+		env, fromEnv = envSettings(os.Environ(), logger)
+		settings = append(env, ovr...)
+	}
+	cfg, err := config.Load(*configPath, settings)
 	if err != nil {
-		return err
+		return envLoadError(err, fromEnv, ovr)
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -103,6 +113,9 @@ func run(start time.Time, args []string) error {
 	}
 	fmt.Printf("sluice ready: listening on %s, node.id=%d, cluster.id=%s, started in %s\n",
 		b.Addr(), b.NodeID(), b.ClusterID(), time.Since(start).Round(time.Microsecond))
+	if *envMode {
+		printContainerReady(os.Stdout, b.NodeID())
+	}
 
 	<-ctx.Done()
 	stop()
