@@ -273,6 +273,7 @@ func (b *Broker) producePartition(img *controller.Image, topic *controller.Topic
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
 	p.appendedAsLeader(b.cfg.NodeID)
+	b.metrics.produced(topic.Name, len(rp.Records), res.LastOffset-res.FirstOffset+1) // metrics.go
 	return p, epoch, res.LastOffset, nil
 }
 

@@ -108,6 +108,10 @@ type Broker struct {
 	// cleaner compacts the logs of compacted topics (cleaner.go).
 	cleaner brokerCleaner
 
+	// metrics is the Prometheus families and their listener (metrics.go),
+	// nil when metrics.listener is empty.
+	metrics *brokerMetrics
+
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	closed   atomic.Bool
@@ -189,6 +193,17 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 			l.ln.Close()
 		}
 	}
+	if b.metrics, err = b.newMetrics(); err != nil {
+		closeListeners()
+		return nil, err
+	}
+	if b.metrics != nil {
+		closeKafka := closeListeners
+		closeListeners = func() {
+			closeKafka()
+			b.metrics.close(context.Background())
+		}
+	}
 	b.interBroker = b.interBrokerListener().cfg.Name
 	if b.peerSec, err = newPeerSecurity(cfg, b.interBrokerListener()); err != nil {
 		closeListeners()
@@ -251,6 +266,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		return nil, fmt.Errorf("broker: metadata: %w", err)
 	}
 	b.ctrl = ctrl
+	b.metrics.opened(ctrl)
 	dir.writeMeta(ctrl.ClusterID(), cfg.NodeID, b.now())
 	b.reconcile(ctrl.Image())
 	dir.started.Store(true) // from now on a replica the metadata adds is new
@@ -270,6 +286,9 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	// ApiVersions v5 checks the cluster and node a client names (KIP-1242).
 	b.router.SetIdentity(func() (string, int32) { return b.ClusterID(), b.cfg.NodeID })
 	b.registerHandlers()
+	if b.metrics != nil {
+		b.router.Hook = b.metrics.countRequest // metrics.go; never handles
+	}
 	if installFaults != nil {
 		installFaults(b)
 	}
@@ -286,6 +305,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	b.startReplication(runCtx)
 	b.serveControllerChannel(runCtx)
 	b.serveListeners(runCtx)
+	b.metrics.start()
 	b.wg.Add(2)
 	go func() {
 		defer b.wg.Done()
@@ -438,6 +458,9 @@ func (b *Broker) shutdown(clean bool) error {
 	b.stopReplication()
 	b.peers.close()
 	b.wg.Wait()
+	if err := b.metrics.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := b.ctrl.Close(); err != nil {
 		errs = append(errs, err)
 	}

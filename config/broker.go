@@ -45,6 +45,7 @@ type Broker struct {
 	ControllerQuorumVoters   []string   // controller.quorum.voters
 	GossipListener           string     // gossip.listener
 	GossipJoin               []string   // gossip.join
+	MetricsListener          string     // metrics.listener; empty: off
 	MetadataLogDir           string     // metadata.log.dir; empty: the first log dir
 	LogDirs                  []string   // log.dirs, else log.dir
 	NumPartitions            int32      // num.partitions
@@ -233,6 +234,7 @@ var bindings = []binding{
 	fieldFor("controller.quorum.voters", func(b *Broker) any { return &b.ControllerQuorumVoters }),
 	fieldFor("gossip.listener", func(b *Broker) any { return &b.GossipListener }),
 	fieldFor("gossip.join", func(b *Broker) any { return &b.GossipJoin }),
+	fieldFor("metrics.listener", func(b *Broker) any { return &b.MetricsListener }),
 	fieldFor("metadata.log.dir", func(b *Broker) any { return &b.MetadataLogDir }),
 	{key: "log.dirs", field: func(b *Broker) any { return &b.LogDirs }, resolve: firstSet("log.dirs", "log.dir")},
 	fieldFor("num.partitions", func(b *Broker) any { return &b.NumPartitions }),
