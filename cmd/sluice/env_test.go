@@ -252,3 +252,52 @@ func TestContainerEnvRefusesUnknown(t *testing.T) {
 	p := spawnCmd(t, addr, t.TempDir(), cmd)
 	p.waitReady()
 }
+
+// TestContainerEnvPythonModule is testcontainers-python's KafkaContainer
+// with_kraft() (written for confluentinc/cp-kafka): its environment, its
+// command running the start script with sh, the script's sed, echo,
+// $(hostname -i) and the Confluent scripts, and its wait regexp; the regexp
+// of its default (ZooKeeper) mode must match too.
+func TestContainerEnvPythonModule(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc/confluent/docker")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"bash-config", "configure", "ensure", "launch"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(imageScript(t, "confluent/"+f, root)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, broker, controller := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
+	env := map[string]string{
+		"KAFKA_LISTENERS":                        "PLAINTEXT://0.0.0.0:" + port + ",BROKER://0.0.0.0:" + broker + ",CONTROLLER://0.0.0.0:" + controller,
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP":   "BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"KAFKA_INTER_BROKER_LISTENER_NAME":       "BROKER",
+		"KAFKA_BROKER_ID":                        "1",
+		"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+		"KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS":     "1",
+		"KAFKA_LOG_FLUSH_INTERVAL_MESSAGES":      "10000000",
+		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+		"CLUSTER_ID":                             "q2a1cNDfQkGNn4ktW2kfmQ==",
+		"KAFKA_NODE_ID":                          "1",
+		"KAFKA_PROCESS_ROLES":                    "broker,controller",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS":         "1@localhost:" + controller,
+		"KAFKA_CONTROLLER_LISTENER_NAMES":        "CONTROLLER",
+		"KAFKA_LOG_DIRS":                         filepath.Join(root, "data"),
+	}
+	starter := filepath.Join(root, "tc-start.sh")
+	command := "while [ ! -f " + starter + " ]; do sleep 0.1; done; sh " + starter
+	script := strings.ReplaceAll(`#!/bin/bash
+sed -i '/KAFKA_ZOOKEEPER_CONNECT/d' /etc/confluent/docker/configure
+echo 'kafka-storage format --ignore-formatted -t q2a1cNDfQkGNn4ktW2kfmQ== -c /etc/kafka/kafka.properties' >> /etc/confluent/docker/configure
+export KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:`+port+`,BROKER://$(hostname -i):`+broker+`
+. /etc/confluent/docker/bash-config
+/etc/confluent/docker/configure
+/etc/confluent/docker/launch`, "/etc/confluent/", root+"/etc/confluent/")
+	p := containerRun(t, env, command, starter, script, regexp.MustCompile(`.*Kafka Server started.*`))
+	if zk := regexp.MustCompile(`.*\[KafkaServer id=\d+\] started.*`); !zk.MatchString(p.stdout.String()) {
+		t.Errorf("no line matching %s; stdout:\n%s", zk, p.stdout.String())
+	}
+	produceConsume(t, "127.0.0.1:"+port)
+}
