@@ -11,6 +11,8 @@ import (
 var (
 	descUnderReplicated = prometheus.NewDesc("kafka_server_replicamanager_underreplicatedpartitions",
 		"Partitions this node leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions).", nil, nil)
+	descUnderMinISR = prometheus.NewDesc("kafka_server_replicamanager_underminisrpartitioncount",
+		"Partitions this node leads whose ISR is smaller than their topic's min.insync.replicas (Kafka's UnderMinIsrPartitionCount).", nil, nil)
 	descLeaderCount = prometheus.NewDesc("kafka_server_replicamanager_leadercount",
 		"Partitions this node leads (Kafka's LeaderCount).", nil, nil)
 	descPartitionCount = prometheus.NewDesc("kafka_server_replicamanager_partitioncount",
@@ -33,7 +35,7 @@ type imageCollector struct {
 
 // Describe sends every gauge's description.
 func (c imageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUnderReplicated, descLeaderCount, descPartitionCount,
+	for _, d := range []*prometheus.Desc{descUnderReplicated, descUnderMinISR, descLeaderCount, descPartitionCount,
 		descActiveController, descOffline, descGlobalTopics, descGlobalPartitions} {
 		ch <- d
 	}
@@ -51,10 +53,11 @@ func (c imageCollector) Collect(ch chan<- prometheus.Metric) {
 	img := b.metadata()
 	self := b.cfg.NodeID
 	active := ctrl.ActiveControllerID() == self
-	var urp, leaders, hosted, offline, topics, parts int
+	var urp, underMin, leaders, hosted, offline, topics, parts int
 	if img != nil {
 		for _, t := range img.Topics {
 			topics++
+			minISR := 0 // resolved once per topic, for the first partition led here
 			for _, p := range t.Partitions {
 				if p == nil {
 					continue
@@ -73,6 +76,12 @@ func (c imageCollector) Collect(ch chan<- prometheus.Metric) {
 					continue
 				}
 				leaders++
+				if minISR == 0 {
+					minISR = b.minInsyncReplicas(img, t)
+				}
+				if len(p.ISR) < minISR {
+					underMin++
+				}
 				// During a reassignment Replicas holds the target and the
 				// replicas leaving; Kafka counts against the replicas
 				// before it (the ones not being added).
@@ -86,6 +95,7 @@ func (c imageCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
 	}
 	gauge(descUnderReplicated, urp)
+	gauge(descUnderMinISR, underMin)
 	gauge(descLeaderCount, leaders)
 	gauge(descPartitionCount, hosted)
 	activeCount, off, gt, gp := 0, 0, 0, 0

@@ -152,20 +152,23 @@ func TestMetricsProduceCounters(t *testing.T) {
 }
 
 // TestMetricsUnderReplicated: with one of three nodes stopped a survivor
-// reports under-replicated partitions, and none once it has returned;
+// reports under-replicated and under-min-ISR partitions (the topic's
+// min.insync.replicas is 3), and none once it has returned;
 // exactly one node counts itself the active controller.
 func TestMetricsUnderReplicated(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3, "metrics.listener=127.0.0.1:0")
 	adm := c.Admin()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "urp"); err != nil {
+	minISR := "3"
+	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "urp"); err != nil {
 		t.Fatal(err)
 	}
 	for p := range int32(3) {
 		c.WaitForISR("urp", p, 3)
 	}
 	urp := "kafka_server_replicamanager_underreplicatedpartitions"
+	underMin := "kafka_server_replicamanager_underminisrpartitioncount"
 	sum := func(key string, ids ...int) (float64, error) {
 		var total float64
 		for _, id := range ids {
@@ -195,15 +198,19 @@ func TestMetricsUnderReplicated(t *testing.T) {
 		})
 	}
 	wantSum(urp, func(v float64) bool { return v == 0 }, 1, 2, 3)
+	wantSum(underMin, func(v float64) bool { return v == 0 }, 1, 2, 3)
 	wantSum("kafka_controller_kafkacontroller_activecontrollercount", func(v float64) bool { return v == 1 }, 1, 2, 3)
 
 	c.Stop(3)
 	wantSum(urp, func(v float64) bool { return v > 0 }, 1, 2)
+	wantSum(underMin, func(v float64) bool { return v > 0 }, 1, 2)
 	v, _ := sum(urp, 1, 2)
-	t.Logf("node 3 stopped: %s on nodes 1 and 2 = %v", urp, v)
+	w, _ := sum(underMin, 1, 2)
+	t.Logf("node 3 stopped: %s on nodes 1 and 2 = %v, %s = %v", urp, v, underMin, w)
 
 	c.Restart(3)
 	wantSum(urp, func(v float64) bool { return v == 0 }, 1, 2, 3)
+	wantSum(underMin, func(v float64) bool { return v == 0 }, 1, 2, 3)
 	for id := 1; id <= 3; id++ {
 		code, body, err := status(c.Node(id).Broker.MetricsAddr(), "/readyz")
 		if err != nil || code != http.StatusOK {
