@@ -149,6 +149,37 @@ func (m *brokerMetrics) topic(name string) *topicCounters {
 	return t
 }
 
+// forgetDeleted drops the series of topics img no longer has, as Kafka
+// removes a deleted topic's BrokerTopicMetrics; a topic created again
+// under the name starts from 0. An append racing the deletion may bump a
+// dropped handle: those bytes are lost with the topic.
+func (m *brokerMetrics) forgetDeleted(img *controller.Image) {
+	cur := *m.topics.Load()
+	stale := false
+	for name := range cur {
+		if _, ok := img.Topics[name]; !ok {
+			stale = true
+			break
+		}
+	}
+	if !stale {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.topics.Load()
+	next := make(map[string]*topicCounters, len(old))
+	for name, t := range old {
+		if _, ok := img.Topics[name]; ok {
+			next[name] = t
+			continue
+		}
+		m.bytesIn.DeleteLabelValues(name)
+		m.messagesIn.DeleteLabelValues(name)
+	}
+	m.topics.Store(&next)
+}
+
 // countRequest is the router hook counting requests; it never handles one.
 func (m *brokerMetrics) countRequest(req *protocol.Request) (kmsg.Response, error, bool) {
 	k := int32(req.Header.APIKey)<<16 | int32(uint16(req.Header.APIVersion))

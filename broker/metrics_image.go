@@ -91,6 +91,9 @@ func (c imageCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	if img != nil {
+		c.m.forgetDeleted(img)
+	}
 	gauge := func(d *prometheus.Desc, v int) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
 	}

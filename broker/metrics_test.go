@@ -149,6 +149,21 @@ func TestMetricsProduceCounters(t *testing.T) {
 		t.Errorf("a lone node is the active controller, activecontrollercount = %v", after["kafka_controller_kafkacontroller_activecontrollercount"])
 	}
 	t.Logf("produced %d records in %d batch bytes; /metrics %s = %v", records, wantBytes, bytesIn, after[bytesIn])
+
+	// A deleted topic's series go, as Kafka removes its topic metrics.
+	if _, err := n.Admin().DeleteTopics(ctx, "metered"); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		m, err := scrape(addr)
+		if err != nil {
+			return err
+		}
+		if v, ok := m[bytesIn]; ok {
+			return fmt.Errorf("%s = %v after the topic was deleted", bytesIn, v)
+		}
+		return nil
+	})
 }
 
 // TestMetricsUnderReplicated: with one of three nodes stopped a survivor
