@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -230,46 +231,66 @@ func portFree(addr string, udp bool) error {
 }
 
 // startDevNode starts one child with its stdout and stderr appended to
-// logPath; the child's ready line closes node.ready.
+// logPath (straight to the file, no pipe through this process, so a node
+// outlives a dead dev process long enough to stop cleanly); the child's
+// ready line in the log closes node.ready.
 func startDevNode(id int, kafka, self, logPath string, args []string) (*devNode, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	defer logf.Close()
+	fi, err := logf.Stat()
+	if err != nil {
+		return nil, err
+	}
+	from := fi.Size() // a restart appends; only lines after this count
 	node := &devNode{id: id, kafka: kafka, logPath: logPath, ready: make(chan struct{}), done: make(chan struct{})}
 	node.cmd = exec.Command(self, args...)
-	node.cmd.Stderr = logf
+	node.cmd.Stdout, node.cmd.Stderr = logf, logf
 	setOwnProcessGroup(node.cmd)
-	stdout, err := node.cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
-		return nil, err
-	}
 	if err := node.cmd.Start(); err != nil {
-		logf.Close()
 		return nil, err
 	}
-	copied := make(chan struct{})
 	go func() {
-		defer close(copied)
-		sc := bufio.NewScanner(stdout)
-		readySeen := false
-		for sc.Scan() {
-			line := sc.Text()
-			logf.WriteString(line + "\n")
-			if !readySeen && strings.HasPrefix(line, "sluice ready:") {
-				readySeen = true
+		node.err = node.cmd.Wait()
+		close(node.done)
+	}()
+	go func() {
+		for {
+			if logHasReadyLine(logPath, from) {
 				close(node.ready)
+				return
+			}
+			select {
+			case <-node.done:
+				return
+			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}()
-	go func() {
-		<-copied
-		node.err = node.cmd.Wait()
-		logf.Close()
-		close(node.done)
-	}()
 	return node, nil
+}
+
+// logHasReadyLine reports whether the log at path holds a "sluice ready:"
+// line after offset from.
+func logHasReadyLine(path string, from int64) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return false
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "sluice ready:") {
+			return true
+		}
+	}
+	return false
 }
 
 // waitDevCluster asks the nodes until one reports a controller and n

@@ -9,8 +9,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -296,5 +298,55 @@ func TestDevRefusesBadFlags(t *testing.T) {
 	out, err = exec.Command(sluiceBin, "dev", "--nodes", "1", "--base-port", strconv.Itoa(port), "--data", t.TempDir()).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "in use") || !strings.Contains(string(out), strconv.Itoa(port)) {
 		t.Errorf("port %d in use: err %v, output %q", port, err, out)
+	}
+}
+
+// Issue 21: a kill -9 of the dev process itself leaves no node running:
+// on Linux the kernel sends each node SIGTERM when its parent dies. A node
+// counts as gone once /proc shows no such process or a zombie (the orphan
+// is init's to reap, which a container's init may never do).
+func TestDevKill9OfDevStopsNodes(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	var d *devProc
+	for attempt := 1; ; attempt++ {
+		d = startDev(t, "--nodes", "2", "--base-port", strconv.Itoa(freePort(t)), "--data", t.TempDir())
+		_, err := d.tryLine("bootstrap: ")
+		if err == nil {
+			break
+		}
+		if attempt < 5 && (strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "exited before it was ready")) {
+			t.Logf("attempt %d: %v", attempt, err)
+			continue
+		}
+		t.Fatal(err)
+	}
+	pids := d.pids()
+	if len(pids) != 2 {
+		t.Fatalf("node pids %v: want 2", pids)
+	}
+	t.Cleanup(func() {
+		// A node left behind by a failure is killed, if that pid is still ours.
+		for _, pid := range pids {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.HasPrefix(string(b), sluiceBin) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	for id, pid := range pids {
+		waitFor(t, fmt.Sprintf("node %d (pid %d) gone", id, pid), func() error {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				return nil // no such process
+			}
+			// pid (comm) S ...: the state follows the last ')'.
+			if f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+				return nil
+			}
+			return fmt.Errorf("still running: %s", b)
+		})
 	}
 }
