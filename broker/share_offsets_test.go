@@ -30,6 +30,23 @@ func produceSharePartition(t *testing.T, cl *kgo.Client, topic string, partition
 	}
 }
 
+// alterShareOffsets is kadm's AlterShareGroupOffsets, asked again while
+// the group's coordinator answers that it is still loading or moving (a
+// node just started loads its __consumer_offsets partitions; kadm hands
+// such an answer back rather than retrying it), within 30 s.
+func alterShareOffsets(ctx context.Context, t *testing.T, adm *kadm.Client, group string, offsets kadm.Offsets) (kadm.AlterShareGroupOffsetsResponses, error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rs, err := adm.AlterShareGroupOffsets(ctx, group, offsets)
+		retry := errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable)
+		if !retry || time.Now().After(deadline) {
+			return rs, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // shareConsumeAll consumes with a new share consumer of group, accepting
 // every record, until want records came (or the deadline), and closes it;
 // it returns partition → offsets delivered.
@@ -265,7 +282,7 @@ func TestShareGroupOffsetsNewGroupAndDeleteGroups(t *testing.T) {
 	produceSharePartition(t, producer, topic, 0, 20)
 	ctx := context.Background()
 
-	rs, err := adm.AlterShareGroupOffsets(ctx, "sg-new", kadm.Offsets{topic: {0: {At: 8}}})
+	rs, err := alterShareOffsets(ctx, t, adm, "sg-new", kadm.Offsets{topic: {0: {At: 8}}})
 	if err != nil || rs.Error() != nil {
 		t.Fatalf("AlterShareGroupOffsets of a new group: %v %v", err, rs)
 	}
@@ -320,7 +337,7 @@ func TestShareGroupOffsetsAuthorization(t *testing.T) {
 	if _, err := adm.DescribeShareGroupOffsets(ctx, "g-closed"); !errors.Is(err, kerr.GroupAuthorizationFailed) {
 		t.Fatalf("DescribeShareGroupOffsets without DESCRIBE on the group: %v", err)
 	}
-	rs, err := adm.AlterShareGroupOffsets(ctx, "g-open", kadm.Offsets{"sq-open": {0: {At: 0}}, "sq-closed": {0: {At: 0}}})
+	rs, err := alterShareOffsets(ctx, t, adm, "g-open", kadm.Offsets{"sq-open": {0: {At: 0}}, "sq-closed": {0: {At: 0}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +389,7 @@ func TestShareGroupOffsetsLagOfRemoteLeader(t *testing.T) {
 	if err := produce(cl, topic, valuesN("r", 20)...); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{topic: {0: {At: 5}}})
+	rs, err := alterShareOffsets(ctx, t, adm, group, kadm.Offsets{topic: {0: {At: 5}}})
 	if err != nil || rs.Error() != nil {
 		t.Fatalf("AlterShareGroupOffsets: %v %v", err, rs)
 	}
@@ -443,7 +460,7 @@ func TestShareGroupOffsetsAlterReachesRemoteLeader(t *testing.T) {
 		t.Fatalf("first consumer got %v", got)
 	}
 	waitShareGroupEmpty(t, adm, group)
-	rs, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{topic: {0: {At: 4}}})
+	rs, err := alterShareOffsets(ctx, t, adm, group, kadm.Offsets{topic: {0: {At: 4}}})
 	if err != nil || rs.Error() != nil {
 		t.Fatalf("AlterShareGroupOffsets: %v %v", err, rs)
 	}
