@@ -84,8 +84,8 @@ func TestKafka44BrokerKeys(t *testing.T) {
 	if err == nil {
 		err = resp.Err
 	}
-	if err != kerr.InvalidConfig || !strings.Contains(resp.ErrMessage, "not supported yet (tiered storage (KIP-405); issue 20)") {
-		t.Errorf("create with remote.storage.enable=true: %v %q, want INVALID_CONFIG not supported yet (tiered storage (KIP-405); issue 20)", err, resp.ErrMessage)
+	if err != kerr.InvalidConfig || !strings.Contains(resp.ErrMessage, "not supported yet (tiered storage (KIP-405); no issue filed yet)") {
+		t.Errorf("create with remote.storage.enable=true: %v %q, want INVALID_CONFIG not supported yet (tiered storage (KIP-405); no issue filed yet)", err, resp.ErrMessage)
 	}
 
 	// The topic describe lists Kafka 4.4's topic configs.

@@ -199,8 +199,8 @@ func TestDescribeDocsSayStatus(t *testing.T) {
 		t.Errorf("log.segment.bytes doc %q mentions a status, want none: it is enforced", doc)
 	}
 	topic := b.DescribeTopic(nil, nil, nil)
-	if doc := entryByName(t, topic, "remote.storage.enable").Doc; !strings.Contains(doc, "Not supported yet in sluice (tiered storage (KIP-405); issue 20)") {
-		t.Errorf("remote.storage.enable doc %q does not say it waits for issue 20", doc)
+	if doc := entryByName(t, topic, "remote.storage.enable").Doc; !strings.Contains(doc, "Not supported yet in sluice (tiered storage (KIP-405); no issue filed yet)") {
+		t.Errorf("remote.storage.enable doc %q does not say no issue is filed yet", doc)
 	}
 	if doc := entryByName(t, topic, "min.compaction.lag.ms").Doc; strings.Contains(doc, "sluice") {
 		t.Errorf("min.compaction.lag.ms doc %q mentions a status, want none: the cleaner enforces it", doc)

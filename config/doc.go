@@ -45,10 +45,10 @@
 //     quorum and metadata log (sluice uses hashicorp/raft).
 //   - not supported yet: described with Kafka's default; any other value is
 //     refused at start-up and by AlterConfigs / IncrementalAlterConfigs
-//     with "not supported yet (<feature>; issue N)": TLS and SASL (issue
-//     19), quotas (18), tiered storage, share and streams groups (20),
-//     metrics reporters (21), and a few keys whose feature has no issue
-//     yet.
+//     with "not supported yet (<feature>; issue N)", or "no issue filed
+//     yet" where no issue plans the feature (tiered storage, KIP-405, among
+//     them): metrics reporters (21) and the few keys of the features
+//     still being built.
 //
 // The log cleaner's keys (log.cleaner.threads, .dedupe.buffer.size,
 // .io.buffer.size, .io.buffer.load.factor, .io.max.bytes.per.second,

@@ -279,7 +279,7 @@ func TestLoadErrors(t *testing.T) {
 		{"override value trimmed and checked", "", []string{"num.partitions= x "}, `config: num.partitions: "x" is not a valid int (in --override)`, ErrInvalidValue},
 		{"Java plugin", "", []string{"ssl.engine.factory.class=com.example.Engine"}, `config: ssl.engine.factory.class: not supported yet (a Java plugin class or provider, which sluice cannot load; a built-in equivalent has no issue yet; no issue filed yet); only the default (none) is accepted (in --override)`, ErrInvalidValue},
 		{"unknown SASL mechanism", "", []string{"sasl.enabled.mechanisms=PLAIN,DIGEST-MD5"}, `config: sasl.enabled.mechanisms: "DIGEST-MD5" is not one of GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (in --override)`, ErrInvalidValue},
-		{"feature not built yet", "", []string{"remote.log.manager.copy.quota.window.num=5"}, `config: remote.log.manager.copy.quota.window.num: not supported yet (tiered storage (KIP-405); issue 20); only the default 11 is accepted (in --override)`, ErrInvalidValue},
+		{"feature not built yet", "", []string{"remote.log.manager.copy.quota.window.num=5"}, `config: remote.log.manager.copy.quota.window.num: not supported yet (tiered storage (KIP-405); no issue filed yet); only the default 11 is accepted (in --override)`, ErrInvalidValue},
 		{"datetime value", "log.dir = 1979-05-27T07:32:00Z\n", nil, `config: log.dir: a TOML time.Time is not a valid config value (in sluice.toml)`, ErrInvalidValue},
 	}
 	for _, tt := range tests {

@@ -99,9 +99,9 @@ var topicKeyList = []TopicKey{
 	tk("preallocate", TypeBoolean, "false", same("log.preallocate"), "Preallocate segment files."),
 	tk("remote.copy.lag.bytes", TypeLong, "-1", same("log.remote.copy.lag.bytes"), "Bytes a tiered partition may hold before its segments must be copied to remote storage."),
 	tk("remote.copy.lag.ms", TypeLong, "0", same("log.remote.copy.lag.ms"), "Time a segment may wait before it must be copied to remote storage."),
-	tk("remote.log.copy.disable", TypeBoolean, "false", nil, "Stop copying this topic's segments to remote storage.").later(20, "tiered storage (KIP-405)"),
-	tk("remote.log.delete.on.disable", TypeBoolean, "false", nil, "Delete the remote segments when tiered storage is turned off for the topic.").later(20, "tiered storage (KIP-405)"),
-	tk("remote.storage.enable", TypeBoolean, "false", nil, "Tier this topic's segments to remote storage (KIP-405).").later(20, "tiered storage (KIP-405)"),
+	tk("remote.log.copy.disable", TypeBoolean, "false", nil, "Stop copying this topic's segments to remote storage.").later(0, "tiered storage (KIP-405)"),
+	tk("remote.log.delete.on.disable", TypeBoolean, "false", nil, "Delete the remote segments when tiered storage is turned off for the topic.").later(0, "tiered storage (KIP-405)"),
+	tk("remote.storage.enable", TypeBoolean, "false", nil, "Tier this topic's segments to remote storage (KIP-405).").later(0, "tiered storage (KIP-405)"),
 	tk("retention.bytes", TypeLong, "-1", same("log.retention.bytes"), "Delete old segments while a partition is larger than this; -1 is unlimited."),
 	{}, // retention.ms, filled in init
 	tk("segment.bytes", TypeInt, "1073741824", same("log.segment.bytes"), "Largest segment file before a new one is rolled.", atLeast(MinSegmentBytes)),

@@ -122,7 +122,7 @@ func TestValidateTopicConfig(t *testing.T) {
 		{"min.compaction.lag.ms", "60000", "", nil},
 		{"max.compaction.lag.ms", "3600000", "", nil},
 		{"max.compaction.lag.ms", "0", "config: max.compaction.lag.ms: 0 is out of range: must be at least 1", ErrInvalidValue},
-		{"remote.storage.enable", "true", "config: remote.storage.enable: not supported yet (tiered storage (KIP-405); issue 20); only the default false is accepted", ErrInvalidValue},
+		{"remote.storage.enable", "true", "config: remote.storage.enable: not supported yet (tiered storage (KIP-405); no issue filed yet); only the default false is accepted", ErrInvalidValue},
 		{"min.cleanable.dirty.ratio", "1.5", "config: min.cleanable.dirty.ratio: 1.5 is out of range: must be between 0 and 1", ErrInvalidValue},
 		{"min.insync.replicas", "0", "config: min.insync.replicas: 0 is out of range: must be at least 1", ErrInvalidValue},
 		{"unclean.leader.election.enable", "yes", `config: unclean.leader.election.enable: "yes" is not a valid boolean`, ErrInvalidValue},
