@@ -188,7 +188,7 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.streams.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
 	bk("group.streams.min.assignment.interval.ms", TypeInt, v("0"), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
 	bk("group.streams.rack.aware.assignment.tags", TypeList, v(""), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
-	bk("group.streams.topology.description.plugin.class", TypeClass, nil, ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
+	bk("group.streams.topology.description.plugin.class", TypeClass, nil, ro, "Plugin class (KIP-1331) to which the coordinator hands the topology descriptions of streams groups, asking members for them (TopologyDescriptionRequired) and serving them in StreamsGroupDescribe v1. Without one, as here, no member is asked; sluice keeps a description a member sends anyway in the coordinator's memory.").later(0, whyJavaPlugin),
 	// Batched consumer group assignment (Kafka 4.4).
 	bk("group.consumer.assignment.interval.ms", TypeInt, v("1000"), cw, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
 	bk("group.consumer.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
