@@ -38,11 +38,14 @@ type system interface {
 // node is one broker of a cluster: its id, its client address, and how to
 // start its process again with the same configuration and data directory.
 type node struct {
-	id      int32
-	addr    string
-	dataDir string                // the node's log dir: <topic>-<partition>/ directories of segments
-	proc    *proc                 // nil while stopped
-	spawn   func() (*proc, error) // starts the node's process, returning at once
+	id   int32
+	addr string
+	// metricsAddr is the node's metrics.listener (sluice under
+	// -metrics-cost), "" when it has none.
+	metricsAddr string
+	dataDir     string                // the node's log dir: <topic>-<partition>/ directories of segments
+	proc        *proc                 // nil while stopped
+	spawn       func() (*proc, error) // starts the node's process, returning at once
 }
 
 // cluster is a running set of nodes of one system.
@@ -51,6 +54,10 @@ type cluster struct {
 	// opts are what a client needs besides its seeds to talk to the
 	// cluster: TLS and SASL under -security sasl_ssl, nothing otherwise.
 	opts []kgo.Opt
+	// scraper fetches every node's /metrics while the cluster runs
+	// (sluice under -metrics-cost's "on" variant), nil otherwise; stop
+	// ends it before the nodes stop.
+	scraper *scraper
 }
 
 // addrs returns the client addresses of the nodes that run.
@@ -90,6 +97,9 @@ func (c *cluster) crashed() error {
 // stop stops every node at once with SIGTERM (each makes its controlled
 // shutdown) and returns the first error.
 func (c *cluster) stop(timeout time.Duration) error {
+	if c.scraper != nil {
+		c.scraper.stop()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(c.nodes))
 	for i, n := range c.nodes {

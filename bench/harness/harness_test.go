@@ -202,3 +202,43 @@ func TestSecurityFlag(t *testing.T) {
 		t.Errorf("plaintext server.properties:\n%s", plain)
 	}
 }
+
+// TestMetricsCostSummary checks -metrics-cost's parsing and summary on
+// made-up runs: medians, per-round ratios (a failed run leaves its round
+// out), and the verdict against the 3 % goal.
+func TestMetricsCostSummary(t *testing.T) {
+	cfg, err := parseFlags([]string{"-metrics-cost", "3", "-scrape-interval", "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.metricsCost != 3 || cfg.scrapeEvery != 2*time.Second {
+		t.Fatalf("-metrics-cost 3 -scrape-interval 2s: got %d, %s", cfg.metricsCost, cfg.scrapeEvery)
+	}
+	c := &costResults{runs: []costRun{
+		{round: 1, on: false, mibs: 100}, {round: 1, on: true, mibs: 99, scrapes: 12},
+		{round: 2, on: true, mibs: 90, scrapes: 12}, {round: 2, on: false, mibs: 96},
+		{round: 3, on: false, mibs: 104}, {round: 3, on: true, mibs: 0},
+	}, errs: []string{"round 3 sluice+metrics produce: boom"}}
+	if got := medianOf(c.figures(false)); got != 100 {
+		t.Errorf("median off = %v, want 100", got)
+	}
+	if got := medianOf(c.figures(true)); got != 94.5 {
+		t.Errorf("median on = %v, want 94.5", got)
+	}
+	if got := c.roundRatios(); len(got) != 2 {
+		t.Errorf("round ratios = %v, want rounds 1 and 2 only", got)
+	}
+	var out strings.Builder
+	c.write(&out, cfg)
+	for _, want := range []string{
+		"| 1 | off, on | 100 | 99.0 | 0.990 | 12 (0) |",
+		"| 2 | on, off | 96.0 | 90.0 | 0.938 | 12 (0) |",
+		"| 3 | off, on | 104 | failed | — | 0 (0) |",
+		"on / off of the medians: 0.945 (goal ≥ 0.97, within 3 %: NOT met)",
+		"FAILED round 3 sluice+metrics produce: boom",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}

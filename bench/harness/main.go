@@ -27,6 +27,8 @@
 //	go run ./bench/harness -workloads clean    # the log cleaner, both systems (~3 min)
 //	go run ./bench/harness -workloads produce,consume -security plaintext,sasl_ssl
 //	                                           # what TLS and SCRAM cost (issue 19), both systems
+//	go run ./bench/harness -metrics-cost 5     # what metrics.listener costs workload 1 (issue 21),
+//	                                           # sluice alone, off vs on, 5 rounds (~6 min)
 //
 // Kafka runs first: workload 2 loads both systems at half of the producer
 // throughput Kafka reached in workload 1 (without Kafka in the run it uses
@@ -142,6 +144,11 @@ type config struct {
 	// security are the modes each system runs in, one cluster each, in
 	// this order: plaintext and/or sasl_ssl (security.go).
 	security []string
+	// metricsCost, when > 0, replaces the run: that many rounds of
+	// workload 1 on sluice with metrics.listener off and on, the nodes
+	// scraped every scrapeEvery when on (metricscost.go).
+	metricsCost int
+	scrapeEvery time.Duration
 }
 
 // quickValues replace the defaults of the flags a -quick run does not set.
@@ -189,6 +196,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.chartPath, "chart", "bench-results.png", "where to write the PNG chart; empty: none")
 	fs.StringVar(&cfg.sluiceBin, "sluice-bin", "", "a sluice binary to use instead of building ./cmd/sluice")
 	fs.StringVar(&cfg.cpuProfileDir, "sluice-cpu-profile", "", "directory for a CPU profile of each sluice cluster node (node-<id>.prof)")
+	fs.IntVar(&cfg.metricsCost, "metrics-cost", 0, "instead of the comparison with Kafka: this many rounds of workload 1 on sluice with metrics.listener off and on (each on a fresh cluster, the order alternating), printing both throughputs and their ratio (issue 21's goal: within 3 %)")
+	fs.DurationVar(&cfg.scrapeEvery, "scrape-interval", 5*time.Second, "-metrics-cost: how often every node's /metrics is scraped while metrics are on")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -252,6 +261,22 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.metricsCost > 0 {
+		cost, err := runMetricsCost(ctx, cfg, os.Stderr)
+		if cost != nil {
+			fmt.Println()
+			cost.write(os.Stdout, cfg)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			os.Exit(1)
+		}
+		if cost.failed() {
+			fmt.Fprintln(os.Stderr, "harness: runs failed (see FAILED above)")
+			os.Exit(1)
+		}
+		return
+	}
 	res, err := run(ctx, cfg, os.Stderr)
 	if res != nil {
 		fmt.Println()

@@ -24,16 +24,32 @@ type sluiceSystem struct {
 	// of its whole life (--cpu-profile) to node-<id>.prof there; it is
 	// written when the node stops cleanly.
 	cpuProfileDir string
+	// metrics, when set, opens every node's Prometheus listener
+	// (metrics.listener) and has the cluster scraped every scrapeEvery
+	// while it runs, as a Prometheus server would (-metrics-cost,
+	// metricscost.go); the system is then "sluice+metrics" in the results.
+	metrics     bool
+	scrapeEvery time.Duration
+	scraped     *scraper // the last cluster's scraper, to check after it stopped
 }
 
-func (s *sluiceSystem) name() string { return "sluice" }
+func (s *sluiceSystem) name() string {
+	if s.metrics {
+		return "sluice+metrics"
+	}
+	return "sluice"
+}
 
 func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec *security) (*cluster, error) {
-	// Per node: the client listener, raft, gossip and, under SASL_SSL, the
-	// bootstrap listener (security.go).
+	// Per node: the client listener, raft, gossip, under SASL_SSL the
+	// bootstrap listener (security.go), with -metrics-cost's "on" variant
+	// the metrics listener (last).
 	per := 3
 	if sec.secured() {
 		per = 4
+	}
+	if s.metrics {
+		per++
 	}
 	ports, err := freePorts(per * n)
 	if err != nil {
@@ -74,6 +90,11 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec 
 				args = append(args, "--override", p)
 			}
 		}
+		var metricsAddr string
+		if s.metrics {
+			metricsAddr = addr(ports[per*i+per-1])
+			args = append(args, "--override", "metrics.listener="+metricsAddr)
+		}
 		if s.cpuProfileDir != "" {
 			prof := fmt.Sprintf("node-%d.prof", id)
 			if sec.secured() {
@@ -81,7 +102,7 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec 
 			}
 			args = append(args, "--cpu-profile", filepath.Join(s.cpuProfileDir, prof))
 		}
-		nd := &node{id: id, addr: addr(ports[per*i]), dataDir: filepath.Join(nodeDir, "data")}
+		nd := &node{id: id, addr: addr(ports[per*i]), metricsAddr: metricsAddr, dataDir: filepath.Join(nodeDir, "data")}
 		nd.spawn = func() (*proc, error) {
 			return spawn(s.bin, args, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
 		}
@@ -100,6 +121,10 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec 
 	if err := c.waitFormed(ctx, 2*time.Minute); err != nil {
 		c.stop(10 * time.Second)
 		return nil, fmt.Errorf("sluice cluster did not form: %w", err)
+	}
+	if s.metrics {
+		c.scraper = startScraper(c.nodes, s.scrapeEvery)
+		s.scraped = c.scraper
 	}
 	return c, nil
 }
