@@ -184,6 +184,7 @@ var brokerKeyList = []keyDef{
 	bk("group.streams.max.size", TypeInt, v(maxInt32), ro, "Most members of a streams group (GROUP_MAX_SIZE_REACHED beyond).", atLeast(1)),
 	bk("group.streams.num.standby.replicas", TypeInt, v("0"), ro, "Standby replicas of each task the streams group assignor places (the application's num.standby.replicas is not used with group.protocol=streams).", atLeast(0)),
 	bk("group.streams.max.standby.replicas", TypeInt, v("2"), ro, "Largest group.streams.num.standby.replicas (and streams.num.standby.replicas group config) allowed.", atLeast(0)),
+	bk("group.streams.assignors", TypeList, v("sticky"), ro, "Task assignors of streams groups, by name or class name; the first is the default. sluice has Kafka's sticky assignor (sticky, or org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor) and cannot load an assignor class of its own (KIP-1357), so any other value is refused at start.", nonEmpty, noDuplicates, streamsAssignors),
 	bk("group.consumer.migration.policy", TypeString, v("bidirectional"), ro, "Conversion between classic and consumer groups.", oneOf("disabled", "downgrade", "upgrade", "bidirectional")).later(0, "online migration between classic and consumer groups; an empty group converts either way"),
 
 	// Transactions and producer ids.

@@ -183,7 +183,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("errors.deadletterqueue.topic.name.prefix", TypeString, v("dlq."), cw, "The required prefix of share groups' dead-letter queue topic names (KIP-1191); \"\" allows any name."),
 	// Streams groups (KIP-1071): issue 20.
 	bk("group.streams.assignment.interval.ms", TypeInt, v("1000"), cw, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
-	bk("group.streams.assignors", TypeList, v("sticky"), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
 	bk("group.streams.initial.rebalance.delay.ms", TypeInt, v("3000"), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
 	bk("group.streams.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
 	bk("group.streams.min.assignment.interval.ms", TypeInt, v("0"), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
