@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/console"
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/metrics"
 	"github.com/sluicedev/sluice/protocol"
@@ -28,8 +29,9 @@ import (
 
 // brokerMetrics is one node's families.
 type brokerMetrics struct {
-	reg *prometheus.Registry
-	srv *metrics.Server
+	reg     *prometheus.Registry
+	srv     *metrics.Server
+	console *console.Console // console.go; nil when console.enable is false
 	// ctrl is the node's controller once New has opened it (the listener
 	// serves from the start of New, so /healthz answers during a long log
 	// recovery); serving is set once the Kafka listeners serve.
@@ -81,7 +83,8 @@ func (b *Broker) newMetrics() (*brokerMetrics, error) {
 	noReqs := map[int32]prometheus.Counter{}
 	m.requestC.Store(&noReqs)
 	m.reg.MustRegister(m.bytesIn, m.messagesIn, m.requests, imageCollector{b, m})
-	m.srv = metrics.Serve(ln, m.reg, func() error { return b.ready(m) }, b.logger.With("component", "metrics"))
+	m.console = b.newConsole(m)
+	m.srv = metrics.Serve(ln, m.reg, func() error { return b.ready(m) }, b.logger.With("component", "metrics"), consoleHandler(m.console))
 	b.logger.Info("metrics listener serving", "addr", m.srv.Addr())
 	return m, nil
 }
@@ -105,7 +108,11 @@ func (m *brokerMetrics) close(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	return m.srv.Close(ctx)
+	err := m.srv.Close(ctx)
+	if m.console != nil {
+		m.console.Close()
+	}
+	return err
 }
 
 // MetricsAddr is the address the metrics listener is bound to, "" when

@@ -46,6 +46,8 @@ type Broker struct {
 	GossipListener           string     // gossip.listener
 	GossipJoin               []string   // gossip.join
 	MetricsListener          string     // metrics.listener; empty: off
+	ConsoleEnable            bool       // console.enable: the web console on metrics.listener
+	ConsoleReadOnly          bool       // console.read.only
 	MetadataLogDir           string     // metadata.log.dir; empty: the first log dir
 	LogDirs                  []string   // log.dirs, else log.dir
 	NumPartitions            int32      // num.partitions
@@ -235,6 +237,8 @@ var bindings = []binding{
 	fieldFor("gossip.listener", func(b *Broker) any { return &b.GossipListener }),
 	fieldFor("gossip.join", func(b *Broker) any { return &b.GossipJoin }),
 	fieldFor("metrics.listener", func(b *Broker) any { return &b.MetricsListener }),
+	fieldFor("console.enable", func(b *Broker) any { return &b.ConsoleEnable }),
+	fieldFor("console.read.only", func(b *Broker) any { return &b.ConsoleReadOnly }),
 	fieldFor("metadata.log.dir", func(b *Broker) any { return &b.MetadataLogDir }),
 	{key: "log.dirs", field: func(b *Broker) any { return &b.LogDirs }, resolve: firstSet("log.dirs", "log.dir")},
 	fieldFor("num.partitions", func(b *Broker) any { return &b.NumPartitions }),

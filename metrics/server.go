@@ -45,9 +45,13 @@ func Listen(addr string) (net.Listener, error) {
 
 // Serve serves reg on ln's /metrics, /healthz and /readyz until Close.
 // ready reports whether the node is ready: nil when it is, else why not
-// (the 503 body of /readyz).
-func Serve(ln net.Listener, reg *prometheus.Registry, ready func() error, logger *slog.Logger) *Server {
+// (the 503 body of /readyz). root, when not nil, serves every other path
+// (the web console, package console); without it they are 404.
+func Serve(ln net.Listener, reg *prometheus.Registry, ready func() error, logger *slog.Logger, root http.Handler) *Server {
 	mux := http.NewServeMux()
+	if root != nil {
+		mux.Handle("/", root)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slogError{logger}}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
