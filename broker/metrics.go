@@ -41,6 +41,7 @@ type brokerMetrics struct {
 	bytesIn    *prometheus.CounterVec // BrokerTopicMetrics BytesInPerSec, per topic
 	messagesIn *prometheus.CounterVec // BrokerTopicMetrics MessagesInPerSec, per topic
 	requests   *prometheus.CounterVec // RequestMetrics RequestsPerSec, per request and version
+	state      *stateMetrics          // the state families (metrics_state.go)
 
 	mu       sync.Mutex // serializes adding to topics and reqs
 	topics   atomic.Pointer[map[string]*topicCounters]
@@ -83,6 +84,7 @@ func (b *Broker) newMetrics() (*brokerMetrics, error) {
 	noReqs := map[int32]prometheus.Counter{}
 	m.requestC.Store(&noReqs)
 	m.reg.MustRegister(m.bytesIn, m.messagesIn, m.requests, imageCollector{b, m})
+	m.state = newStateMetrics(b, m)
 	m.console = b.newConsole(m)
 	m.srv = metrics.Serve(ln, m.reg, func() error { return b.ready(m) }, b.logger.With("component", "metrics"), consoleHandler(m.console))
 	b.logger.Info("metrics listener serving", "addr", m.srv.Addr())

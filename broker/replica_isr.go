@@ -88,9 +88,10 @@ func (rm *replicaManager) checkISR(ctx context.Context) {
 			PartitionEpoch: p.partitionEpoch,
 			NewISR:         next,
 		}
+		from := slices.Clone(p.isr)
 		p.mu.Unlock()
 		b.logger.Debug("proposing ISR change", "topic", p.tp.Topic, "partition", p.tp.Partition, "isr", next, "leader_epoch", req.LeaderEpoch, "partition_epoch", req.PartitionEpoch)
-		proposals = append(proposals, alterProposal{p: p, seq: seq, req: req})
+		proposals = append(proposals, alterProposal{p: p, seq: seq, req: req, from: from})
 	}
 	if len(proposals) == 0 {
 		return
@@ -115,6 +116,9 @@ type alterProposal struct {
 	p   *partition
 	seq uint64
 	req controller.AlterPartitionRequest
+	// from is the ISR the proposal changes (for the shrink and expand
+	// counters, metrics_state_isr.go).
+	from []int32
 	// resent counts how often the proposal was sent again after an
 	// unknown outcome; it only thins out the log.
 	resent int
@@ -209,6 +213,9 @@ func (rm *replicaManager) sendAlter(ctx context.Context, batch []alterProposal) 
 		}
 		if perr != nil && firstErr == nil {
 			firstErr = perr
+		}
+		if perr == nil {
+			b.metrics.isrChanged(pr.from, pr.req.NewISR)
 		}
 		switch pr.p.alterDone(self, pr.seq, pr.req.LeaderEpoch, mp, perr) {
 		case alterRetry:

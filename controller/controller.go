@@ -241,6 +241,7 @@ func Open(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.node = node
+	c.fsm.elections.raft.Store(node.raft)
 	if cfg.clustered() {
 		// serf starts before the leadership loop, which reads c.gossip.
 		gossipAddr := cfg.GossipAddr

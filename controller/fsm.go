@@ -47,6 +47,9 @@ var applyTable = map[commandType]applyFunc{
 type fsm struct {
 	image   atomic.Pointer[Image]
 	onApply func(*Image)
+	// elections counts the leader elections this node applied while it
+	// led raft (metrics_state.go).
+	elections electionCounts
 
 	// mu guards changed, which is closed and replaced whenever a new image
 	// is published so waitFor can block without polling.
@@ -124,6 +127,9 @@ func (f *fsm) applyEntry(index uint64, data []byte) error {
 		next = &cp
 	}
 	next.Index = index
+	if err == nil {
+		f.elections.note(b)
+	}
 	f.publish(next)
 	return err
 }

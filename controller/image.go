@@ -184,6 +184,9 @@ type imageBuilder struct {
 	// ownTopics holds the topics this builder already replaced by copies
 	// (with their own Partitions slices), which it may modify further.
 	ownTopics map[[16]byte]*Topic
+	// elections and unclean count the leader elections the command makes
+	// (metrics_state.go).
+	elections, unclean int
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -216,6 +219,9 @@ func (b *imageBuilder) removeTopic(t *Topic) {
 
 // setPartition replaces one partition of topic id, which must exist.
 func (b *imageBuilder) setPartition(id [16]byte, p *Partition) {
+	if t := b.base.TopicsByID[id]; t != nil && int(p.Partition) < len(t.Partitions) {
+		b.countElection(t.Partitions[p.Partition], p)
+	}
 	t, ok := b.ownTopics[id]
 	if !ok {
 		cp := *b.next.TopicsByID[id]
