@@ -169,6 +169,18 @@ type Broker struct {
 	StreamsGroupNumStandbyReplicas   int32    // group.streams.num.standby.replicas
 	StreamsGroupMaxStandbyReplicas   int32    // group.streams.max.standby.replicas
 
+	// The share-partition defaults and the bounds of them and of the
+	// share.* group configs of the same name (Kafka's ShareGroupConfig).
+	ShareGroupRecordLockDurationMs       int32 // group.share.record.lock.duration.ms
+	ShareGroupMinRecordLockDurationMs    int32 // group.share.min.record.lock.duration.ms
+	ShareGroupMaxRecordLockDurationMs    int32 // group.share.max.record.lock.duration.ms
+	ShareGroupDeliveryCountLimit         int32 // group.share.delivery.count.limit
+	ShareGroupMinDeliveryCountLimit      int32 // group.share.min.delivery.count.limit
+	ShareGroupMaxDeliveryCountLimit      int32 // group.share.max.delivery.count.limit
+	ShareGroupPartitionMaxRecordLocks    int32 // group.share.partition.max.record.locks
+	ShareGroupMinPartitionMaxRecordLocks int32 // group.share.min.partition.max.record.locks
+	ShareGroupMaxPartitionMaxRecordLocks int32 // group.share.max.partition.max.record.locks
+
 	ShareCoordinatorStateTopicNumPartitions     int32 // share.coordinator.state.topic.num.partitions
 	ShareCoordinatorStateTopicReplicationFactor int16 // share.coordinator.state.topic.replication.factor
 	ShareCoordinatorStateTopicMinIsr            int16 // share.coordinator.state.topic.min.isr
@@ -334,6 +346,15 @@ var bindings = []binding{
 	fieldFor("group.share.min.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupMinHeartbeatMs }),
 	fieldFor("group.share.max.heartbeat.interval.ms", func(b *Broker) any { return &b.ShareGroupMaxHeartbeatMs }),
 	fieldFor("group.share.max.size", func(b *Broker) any { return &b.ShareGroupMaxSize }),
+	fieldFor("group.share.record.lock.duration.ms", func(b *Broker) any { return &b.ShareGroupRecordLockDurationMs }),
+	fieldFor("group.share.min.record.lock.duration.ms", func(b *Broker) any { return &b.ShareGroupMinRecordLockDurationMs }),
+	fieldFor("group.share.max.record.lock.duration.ms", func(b *Broker) any { return &b.ShareGroupMaxRecordLockDurationMs }),
+	fieldFor("group.share.delivery.count.limit", func(b *Broker) any { return &b.ShareGroupDeliveryCountLimit }),
+	fieldFor("group.share.min.delivery.count.limit", func(b *Broker) any { return &b.ShareGroupMinDeliveryCountLimit }),
+	fieldFor("group.share.max.delivery.count.limit", func(b *Broker) any { return &b.ShareGroupMaxDeliveryCountLimit }),
+	fieldFor("group.share.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupPartitionMaxRecordLocks }),
+	fieldFor("group.share.min.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupMinPartitionMaxRecordLocks }),
+	fieldFor("group.share.max.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupMaxPartitionMaxRecordLocks }),
 	fieldFor("group.streams.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupSessionTimeoutMs }),
 	fieldFor("group.streams.min.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMinSessionTimeoutMs }),
 	fieldFor("group.streams.max.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMaxSessionTimeoutMs }),
@@ -696,6 +717,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.StreamsGroupHeartbeatMs >= b.StreamsGroupSessionTimeoutMs {
 		return invalid("group.streams.heartbeat.interval.ms", "%d must be smaller than group.streams.session.timeout.ms %d", b.StreamsGroupHeartbeatMs, b.StreamsGroupSessionTimeoutMs)
+	}
+	if err := b.validateShareGroupKeys(); err != nil {
+		return err
 	}
 	// Kafka's KafkaConfig checks: a budget smaller than the largest frame
 	// could never serve that frame, and a per-IP limit of 0 would refuse

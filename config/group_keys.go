@@ -407,7 +407,7 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 	if sst.SessionTimeoutMs <= sst.HeartbeatIntervalMs {
 		return groupErrorf("streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms")
 	}
-	if err := validateSharePartitionKeys(parsed); err != nil {
+	if err := b.validateSharePartitionKeys(parsed); err != nil {
 		return err
 	}
 
@@ -424,35 +424,6 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 		}
 		if s != def {
 			return k.unsupported(def)
-		}
-	}
-	return nil
-}
-
-// sharePartitionBounds are the bounds of the share-partition keys a group
-// may set: Kafka's defaults of group.share.min/max.record.lock.duration.ms,
-// group.share.min/max.delivery.count.limit and
-// group.share.min/max.partition.max.record.locks, broker keys sluice does
-// not let be changed yet.
-var sharePartitionBounds = []struct {
-	key      string
-	min, max int64
-}{
-	{"share.record.lock.duration.ms", 15000, 60000},
-	{"share.delivery.count.limit", 2, 10},
-	{"share.partition.max.record.locks", 100, 4000},
-}
-
-// validateSharePartitionKeys checks the share-partition keys set on a
-// group against their bounds, as Kafka's GroupConfig.validateValues does.
-func validateSharePartitionKeys(parsed map[string]string) error {
-	for _, c := range sharePartitionBounds {
-		s, set := parsed[c.key]
-		if !set {
-			continue
-		}
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil && (n < c.min || n > c.max) {
-			return groupErrorf("%s must be in the range %d to %d inclusive.", c.key, c.min, c.max)
 		}
 	}
 	return nil

@@ -165,18 +165,9 @@ var kafkaOnlyKeys = []keyDef{
 	// Share groups (KIP-932): issue 20.
 	bk("group.share.assignment.interval.ms", TypeInt, v("1000"), cw, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.assignors", TypeList, v("simple"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.delivery.count.limit", TypeInt, v("5"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.max.delivery.count.limit", TypeInt, v("10"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.max.partition.max.record.locks", TypeInt, v("4000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.max.record.lock.duration.ms", TypeInt, v("60000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.max.share.sessions", TypeInt, v("2000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.min.assignment.interval.ms", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.min.delivery.count.limit", TypeInt, v("2"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.min.partition.max.record.locks", TypeInt, v("100"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.min.record.lock.duration.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.partition.max.record.locks", TypeInt, v("2000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.record.lock.duration.ms", TypeInt, v("30000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("share.coordinator.state.topic.compression.codec", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	// The share-group dead-letter queue (KIP-1191): issue 20.
 	bk("errors.deadletterqueue.auto.create.topics.enable", TypeBoolean, v("false"), cw, "Whether the broker creates a share group's missing dead-letter queue topic (KIP-1191).").later(20, "creating a share group's missing dead-letter queue topic (KIP-1191)"),

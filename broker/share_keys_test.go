@@ -1,0 +1,104 @@
+package broker_test
+
+// The broker keys of share groups (KIP-932) observed by clients: the
+// group.share.* share-partition defaults a group without its own share.*
+// configs runs with, the group.share.min/max.* bounds a group's configs
+// must lie within, group.share.max.share.sessions, and
+// share.coordinator.state.topic.compression.codec.
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/broker"
+	"github.com/sluicedev/sluice/sluicetest"
+)
+
+// TestShareGroupBrokerPartitionDefaults: a share group that sets none of
+// share.record.lock.duration.ms, share.delivery.count.limit and
+// share.partition.max.record.locks runs with the broker's
+// group.share.record.lock.duration.ms (the AcquisitionLockTimeoutMillis of
+// its ShareFetch answers), group.share.partition.max.record.locks (a
+// fetch acquires at most twice that from one large batch) and
+// group.share.delivery.count.limit (a record released that many times is
+// archived, not delivered again); DescribeConfigs shows them as the
+// group's STATIC_BROKER_CONFIG values. The old code refused the keys.
+func TestShareGroupBrokerPartitionDefaults(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic = "sq-broker-defaults"
+	n := sluicetest.Start(t,
+		"group.share.record.lock.duration.ms=20000",
+		"group.share.delivery.count.limit=2",
+		"group.share.partition.max.record.locks=100",
+		"group.share.max.partition.max.record.locks=150")
+	createTopic(t, n, topic, 1, nil)
+	id := topicID(t, n, topic)
+	producer := n.Client()
+	t.Cleanup(producer.Close)
+
+	m := newShareFetcher(t, n, "g-broker-defaults", "m", id)
+	oneSharePartition(t, m.fetch(m.fetchReq(0)))
+	produceShareRecords(t, producer, topic, 1000) // one batch, offsets 0-999
+	resp := m.fetch(m.fetchReq(5000))
+	if resp.AcquisitionLockTimeoutMillis != 20000 {
+		t.Errorf("AcquisitionLockTimeoutMillis %d, want group.share.record.lock.duration.ms 20000", resp.AcquisitionLockTimeoutMillis)
+	}
+	if got := acquiredString(oneSharePartition(t, resp)); got != "0-199/1 " {
+		t.Fatalf("acquired %q, want 0-199 (twice group.share.partition.max.record.locks 100)", got)
+	}
+	release := shareAckRange{0, 199, []int8{2}}
+	if got := acquiredString(oneSharePartition(t, m.fetch(m.fetchReq(5000, release)))); got != "0-199/2 " {
+		t.Fatalf("after a release acquired %q, want 0-199 delivered twice", got)
+	}
+	// The second release reaches group.share.delivery.count.limit 2: 0-199
+	// are archived and the window moves on.
+	if got := acquiredString(oneSharePartition(t, m.fetch(m.fetchReq(5000, release)))); got != "200-399/1 " {
+		t.Fatalf("after the second release acquired %q, want 200-399 (0-199 archived at delivery count 2)", got)
+	}
+
+	res := describeGroupConfigs(t, n.Client(), "g-broker-defaults")
+	for name, want := range map[string]string{
+		"share.record.lock.duration.ms":    "20000",
+		"share.delivery.count.limit":       "2",
+		"share.partition.max.record.locks": "100",
+	} {
+		c := groupConfig(t, res, name)
+		if str(c.Value) != want || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			t.Errorf("%s = %s (%v), want %s STATIC_BROKER_CONFIG", name, str(c.Value), c.Source, want)
+		}
+	}
+}
+
+// TestShareGroupConfigBoundsFromBroker: a share group's
+// share.partition.max.record.locks, share.delivery.count.limit and
+// share.record.lock.duration.ms must lie within the broker's
+// group.share.min/max.* keys, not Kafka's default bounds: the old code
+// checked 100..4000, 2..10 and 15000..60000 whatever the broker said.
+func TestShareGroupConfigBoundsFromBroker(t *testing.T) {
+	n := sluicetest.Start(t,
+		"group.share.max.partition.max.record.locks=150",
+		"group.share.min.delivery.count.limit=3",
+		"group.share.max.record.lock.duration.ms=120000")
+	cl := n.Client()
+	for _, c := range []struct {
+		entry, want string
+	}{
+		{"set:share.partition.max.record.locks=150", ""},
+		{"set:share.partition.max.record.locks=151", "share.partition.max.record.locks must be in the range 100 to 150 inclusive."},
+		{"set:share.delivery.count.limit=3", ""},
+		{"set:share.delivery.count.limit=2", "share.delivery.count.limit must be in the range 3 to 10 inclusive."},
+		{"set:share.record.lock.duration.ms=120000", ""},
+		{"set:share.record.lock.duration.ms=120001", "share.record.lock.duration.ms must be in the range 15000 to 120000 inclusive."},
+	} {
+		code, msg := alterGroupConfigs(t, cl, "g-bounds", false, c.entry)
+		switch {
+		case c.want == "" && code != 0:
+			t.Errorf("%s: %v (%s)", c.entry, kerr.ErrorForCode(code), msg)
+		case c.want != "" && (code != kerr.InvalidConfig.Code || !strings.Contains(msg, c.want)):
+			t.Errorf("%s: %v (%s), want INVALID_CONFIG %q", c.entry, kerr.ErrorForCode(code), msg, c.want)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package config
+
+// The broker keys of share groups (KIP-932) that bound or default the
+// share-partitions' settings: group.share.{,min.,max.}record.lock.duration.ms,
+// .delivery.count.limit and .partition.max.record.locks. The plain key is
+// the value of the share.* group config of the same name for a group that
+// does not set it; the min/max keys bound both it (checked at start-up, as
+// Kafka's ShareGroupConfig.validate does, with its messages) and the value
+// a group sets through IncrementalAlterConfigs (ValidateGroup).
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// shareBound is one share-partition setting: the group key, the broker
+// default and its bounds.
+type shareBound struct {
+	groupKey, key, minKey, maxKey string
+	value, min, max               int32
+}
+
+func (b *Broker) shareBounds() []shareBound {
+	return []shareBound{
+		{"share.record.lock.duration.ms", "group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms",
+			b.ShareGroupRecordLockDurationMs, b.ShareGroupMinRecordLockDurationMs, b.ShareGroupMaxRecordLockDurationMs},
+		{"share.delivery.count.limit", "group.share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit",
+			b.ShareGroupDeliveryCountLimit, b.ShareGroupMinDeliveryCountLimit, b.ShareGroupMaxDeliveryCountLimit},
+		{"share.partition.max.record.locks", "group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks",
+			b.ShareGroupPartitionMaxRecordLocks, b.ShareGroupMinPartitionMaxRecordLocks, b.ShareGroupMaxPartitionMaxRecordLocks},
+	}
+}
+
+// validateShareGroupKeys checks the share group keys against each other at
+// start-up, with the messages of Kafka's ShareGroupConfig.validate.
+func (b *Broker) validateShareGroupKeys() error {
+	invalid := func(key, other string) error {
+		return &KeyError{Key: key, Detail: fmt.Sprintf("%s must be greater than or equal to %s", key, other), Kind: ErrInvalidValue}
+	}
+	sb := b.shareBounds()
+	lock, count, locks := sb[0], sb[1], sb[2]
+	// Kafka's order: the delivery count limit's maximum, then its minimum;
+	// the lock duration's minimum, then its maximum; then the record locks.
+	for _, c := range []struct {
+		ok         bool
+		key, other string
+	}{
+		{count.max >= count.value, count.maxKey, count.key},
+		{count.value >= count.min, count.key, count.minKey},
+		{lock.value >= lock.min, lock.key, lock.minKey},
+		{lock.max >= lock.value, lock.maxKey, lock.key},
+		{locks.value >= locks.min, locks.key, locks.minKey},
+		{locks.max >= locks.value, locks.maxKey, locks.key},
+	} {
+		if !c.ok {
+			return invalid(c.key, c.other)
+		}
+	}
+	return nil
+}
+
+// validateSharePartitionKeys checks the share-partition keys set on a
+// group (parsed: canonical values) against the broker's
+// group.share.min/max.* bounds, as Kafka's GroupConfig.validateValues does.
+func (b *Broker) validateSharePartitionKeys(parsed map[string]string) error {
+	for _, c := range b.shareBounds() {
+		s, set := parsed[c.groupKey]
+		if !set {
+			continue
+		}
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && (n < int64(c.min) || n > int64(c.max)) {
+			return groupErrorf("%s must be in the range %d to %d inclusive.", c.groupKey, c.min, c.max)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// TestValidateShareGroupKeys: the share-partition defaults must lie within
+// their group.share.min/max.* keys, checked at start-up with Kafka's
+// ShareGroupConfig messages; each key's own range is Kafka's ConfigDef's.
+func TestValidateShareGroupKeys(t *testing.T) {
+	dir := t.TempDir()
+	for i, c := range []struct {
+		name      string
+		overrides []string
+		want      string // Validate's error; "" for success
+		loadWant  string // Load's error; "" when it loads
+	}{
+		{"defaults", nil, "", ""},
+		{"lock below its min", []string{"group.share.record.lock.duration.ms=14000"},
+			"config: group.share.record.lock.duration.ms: group.share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms", ""},
+		{"lock above its max", []string{"group.share.record.lock.duration.ms=70000"},
+			"config: group.share.max.record.lock.duration.ms: group.share.max.record.lock.duration.ms must be greater than or equal to group.share.record.lock.duration.ms", ""},
+		{"lock with raised max", []string{"group.share.record.lock.duration.ms=70000", "group.share.max.record.lock.duration.ms=70000"}, "", ""},
+		{"delivery count above its max", []string{"group.share.delivery.count.limit=8", "group.share.max.delivery.count.limit=6"},
+			"config: group.share.max.delivery.count.limit: group.share.max.delivery.count.limit must be greater than or equal to group.share.delivery.count.limit", ""},
+		{"delivery count below its min", []string{"group.share.delivery.count.limit=3", "group.share.min.delivery.count.limit=4"},
+			"config: group.share.delivery.count.limit: group.share.delivery.count.limit must be greater than or equal to group.share.min.delivery.count.limit", ""},
+		{"record locks above their max", []string{"group.share.partition.max.record.locks=5000"},
+			"config: group.share.max.partition.max.record.locks: group.share.max.partition.max.record.locks must be greater than or equal to group.share.partition.max.record.locks", ""},
+		{"record locks below their min", []string{"group.share.min.partition.max.record.locks=3000"},
+			"config: group.share.partition.max.record.locks: group.share.partition.max.record.locks must be greater than or equal to group.share.min.partition.max.record.locks", ""},
+		{"delivery count out of range", []string{"group.share.delivery.count.limit=11"}, "", "group.share.delivery.count.limit"},
+		{"min lock out of range", []string{"group.share.min.record.lock.duration.ms=999"}, "", "group.share.min.record.lock.duration.ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := Load("", append([]string{"log.dirs=" + filepath.Join(dir, string(rune('a'+i)))}, c.overrides...))
+			if c.loadWant != "" {
+				if err == nil || !errors.Is(err, ErrInvalidValue) {
+					t.Fatalf("Load: %v, want an invalid value of %s", err, c.loadWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = b.Validate()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case c.want != "" && (err == nil || err.Error() != c.want || !errors.Is(err, ErrInvalidValue)):
+				t.Fatalf("Validate: %v\nwant: %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestValidateGroupShareBoundsFromBroker: the share-partition keys a group
+// sets are bounded by the broker's group.share.min/max.* values.
+func TestValidateGroupShareBoundsFromBroker(t *testing.T) {
+	b, err := Load("", []string{"group.share.max.partition.max.record.locks=150", "group.share.min.delivery.count.limit=3", "group.share.min.record.lock.duration.ms=20000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		configs map[string]string
+		want    string
+	}{
+		{map[string]string{"share.partition.max.record.locks": "150"}, ""},
+		{map[string]string{"share.partition.max.record.locks": "151"}, "share.partition.max.record.locks must be in the range 100 to 150 inclusive."},
+		{map[string]string{"share.delivery.count.limit": "2"}, "share.delivery.count.limit must be in the range 3 to 10 inclusive."},
+		{map[string]string{"share.record.lock.duration.ms": "19999"}, "share.record.lock.duration.ms must be in the range 20000 to 60000 inclusive."},
+	} {
+		err := b.ValidateGroup(c.configs, nil, nil)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v refused: %v", c.configs, err)
+		case c.want != "" && (err == nil || err.Error() != c.want):
+			t.Errorf("%v: %v, want %q", c.configs, err, c.want)
+		}
+	}
+}
