@@ -151,6 +151,9 @@ func allRows() []row {
 		javaAclsRow(),
 		kcatSecurityRow(),
 		pythonSecurityRow(),
+		// A Prometheus server scraping a three-node cluster, asked
+		// PromQL (prometheus_test.go, issue 21).
+		prometheusRow(),
 	}
 	return rows
 }

@@ -97,6 +97,15 @@ install_tools() {
 			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null ||
 			ok=1
 	fi
+	# prometheus: the prometheus compat row (issue 21) runs Debian's
+	# Prometheus server against a three-node cluster's metrics listeners.
+	if ! command -v prometheus >/dev/null; then
+		echo "prometheus missing: installing it with apt-get"
+		as_root apt-get update -qq &&
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null ||
+			ok=1
+	fi
+	command -v prometheus >/dev/null && prometheus --version 2>&1 | head -1
 	# confluent-kafka for Python (the py-confluent compat row) from Debian,
 	# for Debian's own python3: a pyenv or venv python3 earlier on PATH does
 	# not see it, so the row runs /usr/bin/python3.
