@@ -159,6 +159,9 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 			} else if req.Acks == -1 {
 				waits = append(waits, acked{topic: i, part: j, p: p, epoch: epoch, next: last + 1})
 			}
+			if topic != nil && !denied {
+				b.metrics.producedPartition(topic.Name, sp.ErrorCode) // metrics_requests_topics.go
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -90,17 +90,23 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 	budget := quota.capBudget(b.fetchBudget(req, plan))
 	minBytes := min(int(req.MinBytes), budget)
 	auth := b.fetchAuth(r, replicaID)
+	tally := b.metrics.newFetchTally() // nil without metrics (metrics_requests_topics.go)
+	answer := func(resp *protocol.SplicedResponse, bytes int) kmsg.Response {
+		out := b.answerFetch(ctx, r, quota, req, resp, bytes) // request_quota.go
+		b.metrics.fetched(tally, replicaID >= 0, out == kmsg.Response(resp))
+		return out
+	}
 	for {
-		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget, auth)
+		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget, auth, tally)
 		if req.MaxWaitMillis <= 0 || bytes >= minBytes || now || len(watches) == 0 {
-			return b.answerFetch(ctx, r, quota, req, resp, bytes), nil // request_quota.go
+			return answer(resp, bytes), nil
 		}
 		end := requestWait(ctx) // not request time (request_quota.go)
 		changed := waitFetch(ctx, deadline, watches)
 		end()
 		if !changed {
-			resp, bytes, _, _ = b.fetchOnce(req, replicaID, plan, budget, auth)
-			return b.answerFetch(ctx, r, quota, req, resp, bytes), nil // request_quota.go
+			resp, bytes, _, _ = b.fetchOnce(req, replicaID, plan, budget, auth, tally)
+			return answer(resp, bytes), nil
 		}
 	}
 }
@@ -308,7 +314,10 @@ func (b *Broker) fetchBudget(req *kmsg.FetchRequest, plan []fetchTopic) int {
 // partitions that were read, to wait on for new data (fetch_wait.go).
 // The partitions auth denies are TOPIC_AUTHORIZATION_FAILED and, as in
 // Kafka, do not end a long poll early.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int, auth *fetchAuth) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int, auth *fetchAuth, tally *fetchTally) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
+	if tally != nil {
+		tally.parts = tally.parts[:0] // only the round answered counts
+	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	spliced := protocol.Splice(resp)
 	img := b.metadata()
@@ -349,6 +358,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 			}
 			if changed != nil {
 				watches = append(watches, changed)
+			}
+			if topic != nil {
+				tally.add(topic.Name, n, sp.ErrorCode)
 			}
 			total += n
 			st.Partitions = append(st.Partitions, sp)

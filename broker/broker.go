@@ -288,6 +288,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	b.registerHandlers()
 	if b.metrics != nil {
 		b.router.Hook = b.metrics.countRequest // metrics.go; never handles
+		b.router.Observe = b.metrics.observe   // metrics_requests.go
 	}
 	if installFaults != nil {
 		installFaults(b)

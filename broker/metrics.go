@@ -38,10 +38,12 @@ type brokerMetrics struct {
 	ctrl    atomic.Pointer[controller.Controller]
 	serving atomic.Bool
 
-	bytesIn    *prometheus.CounterVec // BrokerTopicMetrics BytesInPerSec, per topic
-	messagesIn *prometheus.CounterVec // BrokerTopicMetrics MessagesInPerSec, per topic
-	requests   *prometheus.CounterVec // RequestMetrics RequestsPerSec, per request and version
-	state      *stateMetrics          // the state families (metrics_state.go)
+	bytesIn       *prometheus.CounterVec // BrokerTopicMetrics BytesInPerSec, per topic
+	messagesIn    *prometheus.CounterVec // BrokerTopicMetrics MessagesInPerSec, per topic
+	requests      *prometheus.CounterVec // RequestMetrics RequestsPerSec, per request and version
+	topicFamilies                        // bytes out, fetch/produce counts (metrics_requests_topics.go)
+	reqs          requestMetrics         // latencies and errors per request (metrics_requests.go)
+	state         *stateMetrics          // the state families (metrics_state.go)
 
 	mu       sync.Mutex // serializes adding to topics and reqs
 	topics   atomic.Pointer[map[string]*topicCounters]
@@ -51,6 +53,7 @@ type brokerMetrics struct {
 // topicCounters are one topic's handles.
 type topicCounters struct {
 	bytesIn, messagesIn prometheus.Counter
+	topicFetchCounters
 }
 
 // newMetrics binds metrics.listener, builds the registry and serves it at
@@ -78,12 +81,14 @@ func (b *Broker) newMetrics() (*brokerMetrics, error) {
 			Name: "kafka_network_requestmetrics_requests_total",
 			Help: "Well-formed requests at a supported version received, by API and version (Kafka's RequestsPerSec).",
 		}, []string{"request", "version"}),
+		topicFamilies: newTopicFamilies(),
 	}
 	empty := map[string]*topicCounters{}
 	m.topics.Store(&empty)
 	noReqs := map[int32]prometheus.Counter{}
 	m.requestC.Store(&noReqs)
-	m.reg.MustRegister(m.bytesIn, m.messagesIn, m.requests, imageCollector{b, m})
+	m.reg.MustRegister(m.bytesIn, m.messagesIn, m.requests, imageCollector{b, m}, requestCollector{b, m})
+	m.reg.MustRegister(m.topicFamilies.collectors()...)
 	m.state = newStateMetrics(b, m)
 	m.console = b.newConsole(m)
 	m.srv = metrics.Serve(ln, m.reg, func() error { return b.ready(m) }, b.logger.With("component", "metrics"), consoleHandler(m.console))
@@ -148,7 +153,8 @@ func (m *brokerMetrics) topic(name string) *topicCounters {
 	if t, ok := old[name]; ok {
 		return t
 	}
-	t := &topicCounters{bytesIn: m.bytesIn.WithLabelValues(name), messagesIn: m.messagesIn.WithLabelValues(name)}
+	t := &topicCounters{bytesIn: m.bytesIn.WithLabelValues(name), messagesIn: m.messagesIn.WithLabelValues(name),
+		topicFetchCounters: m.topicFamilies.handles(name)}
 	next := make(map[string]*topicCounters, len(old)+1)
 	for k, v := range old {
 		next[k] = v
@@ -185,19 +191,22 @@ func (m *brokerMetrics) forgetDeleted(img *controller.Image) {
 		}
 		m.bytesIn.DeleteLabelValues(name)
 		m.messagesIn.DeleteLabelValues(name)
+		m.topicFamilies.forget(name)
 	}
 	m.topics.Store(&next)
 }
 
 // countRequest is the router hook counting requests; it never handles one.
+// The request label is Kafka's name (requestName): a Fetch is
+// FetchConsumer or FetchFollower.
 func (m *brokerMetrics) countRequest(req *protocol.Request) (kmsg.Response, error, bool) {
-	k := int32(req.Header.APIKey)<<16 | int32(uint16(req.Header.APIVersion))
+	name, slot := requestName(req.Header.APIKey, req.Body)
+	k := int32(slot)<<16 | int32(uint16(req.Header.APIVersion))
 	c, ok := (*m.requestC.Load())[k]
 	if !ok {
 		m.mu.Lock()
 		old := *m.requestC.Load()
 		if c, ok = old[k]; !ok {
-			name := kmsg.NameForKey(req.Header.APIKey)
 			c = m.requests.WithLabelValues(name, strconv.Itoa(int(req.Header.APIVersion)))
 			next := make(map[int32]prometheus.Counter, len(old)+1)
 			for kk, v := range old {

@@ -333,6 +333,7 @@ func (f *fetcher) apply(ctx context.Context, tp logstore.TopicPartition, st *fol
 		if err := p.appendAsFollower(f.leader, st.leaderEpoch, rp.RecordBatches); err != nil {
 			return false, err
 		}
+		f.rm.b.metrics.replicated(len(rp.RecordBatches)) // metrics_requests_topics.go
 		st.fetchFrom = -1
 	}
 	if rp.LogStartOffset > p.log.LogStartOffset() {

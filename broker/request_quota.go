@@ -100,6 +100,16 @@ func (c *requestClock) endWait() {
 	c.mu.Unlock()
 }
 
+// waitedSoFar is the time spent in waits, those still open included.
+func (c *requestClock) waitedSoFar() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open > 0 {
+		return c.waited + time.Since(c.waitStart)
+	}
+	return c.waited
+}
+
 // busy is the time since start less the waits, those still open
 // included.
 func (c *requestClock) busy(start time.Time) time.Duration {
@@ -166,6 +176,7 @@ func (b *Broker) requestQuota(h protocol.Handler) protocol.Handler {
 		clock := &requestClock{start: start}
 		r.NetworkTime = func(d time.Duration) { b.recordNetworkTime(r, d) }
 		resp, err := h(context.WithValue(ctx, requestClockKey{}, clock), r)
+		r.RemoteTime = clock.waitedSoFar() // Kafka's RemoteTime (metrics_requests.go)
 		if err != nil {
 			return resp, err
 		}

@@ -160,7 +160,8 @@ func (c *conn) serve(ctx context.Context) {
 			c.logReadError(ctx, err)
 			return
 		}
-		c.lastActive.Store(time.Now().UnixNano())
+		received := time.Now() // Router.Observe's Received (observe.go)
+		c.lastActive.Store(received.UnixNano())
 		if first {
 			first = false
 			if h, _, err := parseHeaderPrefix(frame); err == nil && c.srv.isPeer(h.clientID()) {
@@ -179,16 +180,24 @@ func (c *conn) serve(ctx context.Context) {
 		if !c.chargeDecode(ctx, frame, &held) {
 			return
 		}
-		resp, th, err := c.srv.Router.serve(ctx, &c.info, frame)
+		var sv servedReq
+		resp, th, err := c.srv.Router.serve(ctx, &c.info, frame, &sv)
 		if err != nil {
 			return // Router.serve logged why
 		}
 		// A client over a quota is throttled (throttle.go): its
 		// response held back, or the connection muted after it.
 		// A shutdown cuts a delay short but still sends the response.
-		muteUntil := time.Now().Add(th.d)
+		now := time.Now()
+		muteUntil := now.Add(th.d)
 		if th.d > 0 && !th.afterResponse && !c.waitThrottle(ctx, muteUntil) && ctx.Err() == nil {
 			return // held longer than connections.max.idle.ms
+		}
+		var heldBack time.Duration
+		sendStart := now
+		if th.d > 0 && !th.afterResponse {
+			sendStart = time.Now()
+			heldBack = sendStart.Sub(now)
 		}
 		if resp != nil {
 			if err := c.writeResponse(resp); err != nil {
@@ -196,6 +205,7 @@ func (c *conn) serve(ctx context.Context) {
 				return
 			}
 		}
+		c.observe(&sv, received, sendStart, th, heldBack)
 		c.srv.budget.release(held)
 		held, frame = 0, nil
 		if th.d > 0 && th.afterResponse && !c.waitThrottle(ctx, muteUntil) {

@@ -72,6 +72,11 @@ type Request struct {
 	// without the size prefix), what Kafka's quotas charge a produce
 	// request (RequestChannel.Request.sizeInBytes).
 	Size int
+	// RemoteTime, when the handler sets it, is the part of its time the
+	// request spent parked waiting on others rather than worked on: a
+	// Fetch long poll, a Produce waiting for acks=all, a change waiting
+	// on the controller (Kafka's RemoteTime, reported to Router.Observe).
+	RemoteTime time.Duration
 	// ThrottleMillis is for a handler that sends no response but put its
 	// client over a quota (Produce with acks=0): the connection is muted
 	// for that long, as a response's throttle_time_ms would mute it
@@ -117,6 +122,12 @@ type Router struct {
 	// way to inject errors or delays into any API without a fake broker;
 	// set it before serving.
 	Hook func(req *Request) (resp kmsg.Response, err error, handled bool)
+	// Observe, when set, is called on the connection's goroutine once a
+	// request that reached its handler (or Hook) has been answered —
+	// its response written, or nothing to send — with the response
+	// (nil for none) and when each phase happened (observe.go). It must
+	// be cheap; set it before serving.
+	Observe func(req *Request, resp kmsg.Response, t *RequestTimes)
 
 	mu     sync.RWMutex
 	routes map[int16]route
@@ -207,7 +218,7 @@ func (r *Router) lookup(key int16) (route, bool) {
 // parsing (RequestContext.parseRequest), so refusing them would reject
 // clients Kafka accepts and buy nothing.
 func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byte, error) {
-	f, _, err := r.serve(ctx, conn, frame)
+	f, _, err := r.serve(ctx, conn, frame, nil)
 	if err != nil || f == nil {
 		return nil, err
 	}
@@ -217,7 +228,8 @@ func (r *Router) Serve(ctx context.Context, conn *ConnInfo, frame []byte) ([]byt
 // serve is Serve without reading a SplicedResponse's file ranges into
 // memory: the connection writes them with sendfile. It also returns the
 // throttle the handler set (throttle.go), which the connection applies.
-func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte) (*responseFrame, throttle, error) {
+// A non-nil sv is filled for Observe once the handler has run.
+func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte, sv *servedReq) (*responseFrame, throttle, error) {
 	start := time.Now()
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
@@ -252,10 +264,13 @@ func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte) (*resp
 		resp, err, handled = hook(req)
 	}
 	var handling time.Duration
+	called := time.Now()
 	if !handled {
-		called := time.Now()
 		resp, err = rt.handler(ctx, req)
 		handling = time.Since(called)
+	}
+	if sv != nil && err == nil {
+		sv.req, sv.resp, sv.start, sv.done = req, resp, called, called.Add(handling)
 	}
 	if req.NetworkTime != nil {
 		// Deferred: the answer's encoding is network time too.

@@ -172,7 +172,7 @@ func (c *conn) authenticate(ctx context.Context, br *bufio.Reader) bool {
 // only SaslHandshake. A non-nil error means the connection is to be
 // closed.
 func (c *conn) serveApiVersionsBeforeAuth(ctx context.Context, frame []byte) (bool, error) {
-	f, _, err := c.srv.Router.serve(ctx, &c.info, frame)
+	f, _, err := c.srv.Router.serve(ctx, &c.info, frame, nil)
 	if err != nil {
 		return false, err // Router.serve logged why
 	}

@@ -109,6 +109,9 @@ type Server struct {
 
 	nextConnID atomic.Uint64
 	budget     *memoryBudget
+	// opened and closedConns count the connections admitted and those
+	// that have ended since the server was made (ConnectionTotals).
+	opened, closedConns atomic.Uint64
 
 	limitsMu sync.Mutex
 	resolved *resolvedLimits
@@ -277,6 +280,7 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 		return
 	}
 	s.conns[c] = struct{}{}
+	s.opened.Add(1)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	if evicted != nil {
@@ -287,6 +291,7 @@ func (s *Server) startConn(ctx context.Context, nc net.Conn) {
 }
 
 func (s *Server) removeConn(c *conn) {
+	s.closedConns.Add(1)
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.forgetLocked(c)
@@ -300,6 +305,15 @@ func (s *Server) removeConn(c *conn) {
 func (s *Server) RequestMemoryInUse() int64 {
 	s.init()
 	return s.budget.inUse()
+}
+
+// ConnectionTotals returns how many connections this server admitted
+// and how many of those have closed, since it was made: Kafka's
+// connection-creation-total and connection-close-total of the listener.
+// Connections refused at once (connection limits, shutdown) count in
+// neither.
+func (s *Server) ConnectionTotals() (opened, closed uint64) {
+	return s.opened.Load(), s.closedConns.Load()
 }
 
 // NumConnections returns the number of open client connections.
