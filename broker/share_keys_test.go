@@ -9,6 +9,7 @@ package broker_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,5 +101,56 @@ func TestShareGroupConfigBoundsFromBroker(t *testing.T) {
 		case c.want != "" && (code != kerr.InvalidConfig.Code || !strings.Contains(msg, c.want)):
 			t.Errorf("%s: %v (%s), want INVALID_CONFIG %q", c.entry, kerr.ErrorForCode(code), msg, c.want)
 		}
+	}
+}
+
+// TestShareSessionLimit: a broker holds at most
+// group.share.max.share.sessions share sessions; a ShareFetch opening one
+// more is answered SHARE_SESSION_LIMIT_REACHED, while the holder may
+// reopen its own. As in Kafka's ShareSessionCache, a session leaves the
+// cache when its member closes it (epoch -1) or its connection closes,
+// and then another member may open one. The old code refused the key and
+// always held up to 2000.
+func TestShareSessionLimit(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic = "sq-session-limit"
+	n := sluicetest.Start(t, "group.share.max.share.sessions=1", "group.share.max.size=1")
+	createTopic(t, n, topic, 1, nil)
+	id := topicID(t, n, topic)
+
+	m1 := newShareFetcher(t, n, "g-limit", "m1", id)
+	oneSharePartition(t, m1.fetch(m1.fetchReq(0)))
+	m2 := newShareFetcher(t, n, "g-limit", "m2", id)
+	if resp := m2.fetch(m2.fetchReq(0)); resp.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("a second session: %v, want SHARE_SESSION_LIMIT_REACHED", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// A member of another group is refused too: the limit is the broker's.
+	other := newShareFetcher(t, n, "g-limit-other", "m", id)
+	if resp := other.fetch(other.fetchReq(0)); resp.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("a session of another group: %v, want SHARE_SESSION_LIMIT_REACHED", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// m1 reopening its own session is not a new one.
+	m1.epoch = 0
+	oneSharePartition(t, m1.fetch(m1.fetchReq(0)))
+
+	// m1 closes its session: m2 gets one.
+	if resp := m1.acknowledge(-1); resp.ErrorCode != 0 {
+		t.Fatalf("closing m1's session: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	oneSharePartition(t, m2.fetch(m2.fetchReq(0)))
+
+	// m2's connection closes: its session goes, and m1 opens one again.
+	m2.cl.Close()
+	m1.epoch = 0
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp := m1.fetch(m1.fetchReq(0))
+		if resp.ErrorCode == 0 {
+			break
+		}
+		if resp.ErrorCode != kerr.ShareSessionLimitReached.Code || time.Now().After(deadline) {
+			t.Fatalf("opening a session after m2's connection closed: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -55,7 +55,7 @@ func (b *Broker) shareState() *shareLeader {
 	s := &b.shares
 	s.once.Do(func() {
 		s.mgr = share.NewManager(sharePersister{b})
-		s.sessions = share.NewSessionCache(share.DefaultMaxSessions)
+		s.sessions = share.NewSessionCache(int(b.cfg.ShareGroupMaxShareSessions))
 	})
 	return s
 }

@@ -180,6 +180,7 @@ type Broker struct {
 	ShareGroupPartitionMaxRecordLocks    int32 // group.share.partition.max.record.locks
 	ShareGroupMinPartitionMaxRecordLocks int32 // group.share.min.partition.max.record.locks
 	ShareGroupMaxPartitionMaxRecordLocks int32 // group.share.max.partition.max.record.locks
+	ShareGroupMaxShareSessions           int32 // group.share.max.share.sessions
 
 	ShareCoordinatorStateTopicNumPartitions     int32 // share.coordinator.state.topic.num.partitions
 	ShareCoordinatorStateTopicReplicationFactor int16 // share.coordinator.state.topic.replication.factor
@@ -355,6 +356,7 @@ var bindings = []binding{
 	fieldFor("group.share.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupPartitionMaxRecordLocks }),
 	fieldFor("group.share.min.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupMinPartitionMaxRecordLocks }),
 	fieldFor("group.share.max.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupMaxPartitionMaxRecordLocks }),
+	fieldFor("group.share.max.share.sessions", func(b *Broker) any { return &b.ShareGroupMaxShareSessions }),
 	fieldFor("group.streams.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupSessionTimeoutMs }),
 	fieldFor("group.streams.min.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMinSessionTimeoutMs }),
 	fieldFor("group.streams.max.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMaxSessionTimeoutMs }),

@@ -166,7 +166,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.share.assignment.interval.ms", TypeInt, v("1000"), cw, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.assignors", TypeList, v("simple"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.max.share.sessions", TypeInt, v("2000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.min.assignment.interval.ms", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("share.coordinator.state.topic.compression.codec", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	// The share-group dead-letter queue (KIP-1191): issue 20.

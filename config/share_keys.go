@@ -6,7 +6,9 @@ package config
 // the value of the share.* group config of the same name for a group that
 // does not set it; the min/max keys bound both it (checked at start-up, as
 // Kafka's ShareGroupConfig.validate does, with its messages) and the value
-// a group sets through IncrementalAlterConfigs (ValidateGroup).
+// a group sets through IncrementalAlterConfigs (ValidateGroup). Start-up
+// also checks group.share.max.share.sessions against group.share.max.size,
+// as Kafka does: a full group's members must fit in the session cache.
 
 import (
 	"fmt"
@@ -51,6 +53,7 @@ func (b *Broker) validateShareGroupKeys() error {
 		{lock.max >= lock.value, lock.maxKey, lock.key},
 		{locks.value >= locks.min, locks.key, locks.minKey},
 		{locks.max >= locks.value, locks.maxKey, locks.key},
+		{b.ShareGroupMaxShareSessions >= b.ShareGroupMaxSize, "group.share.max.share.sessions", "group.share.max.size"},
 	} {
 		if !c.ok {
 			return invalid(c.key, c.other)

@@ -31,6 +31,10 @@ func TestValidateShareGroupKeys(t *testing.T) {
 			"config: group.share.max.partition.max.record.locks: group.share.max.partition.max.record.locks must be greater than or equal to group.share.partition.max.record.locks", ""},
 		{"record locks below their min", []string{"group.share.min.partition.max.record.locks=3000"},
 			"config: group.share.partition.max.record.locks: group.share.partition.max.record.locks must be greater than or equal to group.share.min.partition.max.record.locks", ""},
+		{"share sessions below the group size", []string{"group.share.max.share.sessions=100"},
+			"config: group.share.max.share.sessions: group.share.max.share.sessions must be greater than or equal to group.share.max.size", ""},
+		{"share sessions with a small group", []string{"group.share.max.share.sessions=1", "group.share.max.size=1"}, "", ""},
+		{"no share sessions", []string{"group.share.max.share.sessions=0"}, "", "group.share.max.share.sessions"},
 		{"delivery count out of range", []string{"group.share.delivery.count.limit=11"}, "", "group.share.delivery.count.limit"},
 		{"min lock out of range", []string{"group.share.min.record.lock.duration.ms=999"}, "", "group.share.min.record.lock.duration.ms"},
 	} {
