@@ -7,6 +7,7 @@ package broker_test
 // share.coordinator.state.topic.compression.codec.
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,39 @@ func TestShareSessionLimit(t *testing.T) {
 			t.Fatalf("opening a session after m2's connection closed: %v", kerr.ErrorForCode(resp.ErrorCode))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestShareGroupAssignorByClass: a node whose group.share.assignors names
+// Kafka's SimpleAssignor by class serves share groups with it: a member
+// gets the partitions and ShareGroupDescribe names the assignor simple,
+// as Kafka's does; DescribeConfigs shows the key as set.
+func TestShareGroupAssignorByClass(t *testing.T) {
+	broker.ForceShareGroups(t)
+	n := shareNode(t, "group.share.assignors=org.apache.kafka.coordinator.group.assignor.SimpleAssignor")
+	const topic, group = "sq-assignor", "g-assignor"
+	createTopic(t, n, topic, 2, nil)
+	cl := n.Client()
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := &shareMember{id: "m-assignor"}
+	m.joinAssigned(ctx, t, cl, group, []string{topic})
+	if d := shareDescribe(ctx, t, cl, group); d.Assignor != "simple" {
+		t.Errorf("ShareGroupDescribe assignor %q, want simple", d.Assignor)
+	}
+	adm := n.Admin()
+	rc, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rc.On("1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range c.Configs {
+		if e.Key == "group.share.assignors" && (e.MaybeValue() != "org.apache.kafka.coordinator.group.assignor.SimpleAssignor" || e.Source != kmsg.ConfigSourceStaticBrokerConfig) {
+			t.Errorf("group.share.assignors = %q (%v), want the class STATIC_BROKER_CONFIG", e.MaybeValue(), e.Source)
+		}
 	}
 }

@@ -164,7 +164,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("replication.quota.window.size.seconds", TypeInt, v("1"), ro, "Quota measurement: samples kept and seconds per sample.").later(0, whyReplicationWindow),
 	// Share groups (KIP-932): issue 20.
 	bk("group.share.assignment.interval.ms", TypeInt, v("1000"), cw, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.assignors", TypeList, v("simple"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.min.assignment.interval.ms", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("share.coordinator.state.topic.compression.codec", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),

@@ -9,11 +9,39 @@ package config
 // a group sets through IncrementalAlterConfigs (ValidateGroup). Start-up
 // also checks group.share.max.share.sessions against group.share.max.size,
 // as Kafka does: a full group's members must fit in the session cache.
+// group.share.assignors may name only Kafka's simple assignor, the one
+// sluice has (groups/share_assign.go).
 
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
+
+// SimpleAssignorClass is the class of Kafka's simple share group
+// assignor, which group.share.assignors may name instead of "simple".
+const SimpleAssignorClass = "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"
+
+// shareAssignors accepts a group.share.assignors list of exactly one
+// entry, Kafka's simple assignor by name or class. Kafka loads any other
+// class as a custom ShareGroupPartitionAssignor; sluice cannot load Java
+// classes. The count's message is Kafka's GroupCoordinatorConfig check.
+func shareAssignors(s string) string {
+	n := 0
+	for _, item := range strings.Split(s, ",") {
+		if item == "" {
+			continue
+		}
+		if item != "simple" && item != SimpleAssignorClass {
+			return fmt.Sprintf("%q is not a share group assignor sluice has: only Kafka's simple assignor (simple or %s) is built in, and sluice cannot load an assignor class", item, SimpleAssignorClass)
+		}
+		n++
+	}
+	if n != 1 {
+		return fmt.Sprintf("group.share.assignors must contain exactly one assignor, but found %d", n)
+	}
+	return ""
+}
 
 // shareBound is one share-partition setting: the group key, the broker
 // default and its bounds.

@@ -85,3 +85,34 @@ func TestValidateGroupShareBoundsFromBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupAssignors: group.share.assignors takes exactly one entry,
+// Kafka's simple assignor by name or class; a custom assignor class, which
+// sluice cannot load, another name, an empty or repeated list are refused
+// at start with a message saying why.
+func TestShareGroupAssignors(t *testing.T) {
+	for i, tt := range []struct {
+		name, value, want string
+	}{
+		{"simple by name", "simple", ""},
+		{"simple by class", SimpleAssignorClass, ""},
+		{"custom class", "com.example.MyShareAssignor",
+			`config: group.share.assignors: "com.example.MyShareAssignor" is not a share group assignor sluice has: only Kafka's simple assignor (simple or ` + SimpleAssignorClass + `) is built in, and sluice cannot load an assignor class (in --override)`},
+		{"two entries", "simple," + SimpleAssignorClass, `config: group.share.assignors: group.share.assignors must contain exactly one assignor, but found 2 (in --override)`},
+		{"empty", "", `config: group.share.assignors: must not be empty (in --override)`},
+		{"duplicate", "simple,simple", `config: group.share.assignors: simple is listed twice (in --override)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Load("", []string{"log.dirs=" + filepath.Join(t.TempDir(), string(rune('a'+i))), "group.share.assignors=" + tt.value})
+			if err == nil {
+				err = b.Validate()
+			}
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("error: %v", err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want || !errors.Is(err, ErrInvalidValue)):
+				t.Fatalf("error\n got: %v\nwant: %s", err, tt.want)
+			}
+		})
+	}
+}
