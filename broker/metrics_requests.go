@@ -253,9 +253,10 @@ func countError(errs *[maxErrorCode + 1]atomic.Uint64, code int16) {
 }
 
 // countErrors adds every error code resp carries, at any depth, to errs
-// (Kafka's AbstractResponse.errorCounts, NONE included). Produce and
-// Fetch, the hot ones, are walked by hand; the rest by a walk of their
-// struct fields named ErrorCode, planned once per response type.
+// (Kafka's AbstractResponse.errorCounts, NONE included). The frequent
+// ones with many partitions (Produce, Fetch, Metadata, ListOffsets,
+// OffsetCommit) are walked by hand; the rest by a walk of their struct
+// fields named ErrorCode, planned once per response type.
 func countErrors(resp kmsg.Response, errs *[maxErrorCode + 1]atomic.Uint64) {
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
@@ -266,6 +267,25 @@ func countErrors(resp kmsg.Response, errs *[maxErrorCode + 1]atomic.Uint64) {
 		}
 	case *kmsg.FetchResponse:
 		countError(errs, r.ErrorCode)
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				countError(errs, r.Topics[i].Partitions[j].ErrorCode)
+			}
+		}
+	case *kmsg.MetadataResponse:
+		for i := range r.Topics {
+			countError(errs, r.Topics[i].ErrorCode)
+			for j := range r.Topics[i].Partitions {
+				countError(errs, r.Topics[i].Partitions[j].ErrorCode)
+			}
+		}
+	case *kmsg.ListOffsetsResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				countError(errs, r.Topics[i].Partitions[j].ErrorCode)
+			}
+		}
+	case *kmsg.OffsetCommitResponse:
 		for i := range r.Topics {
 			for j := range r.Topics[i].Partitions {
 				countError(errs, r.Topics[i].Partitions[j].ErrorCode)

@@ -38,6 +38,72 @@
 //
 // A family appears only when its value is real: no placeholder series.
 //
+// # Request families
+//
+// broker/metrics_requests*.go count on the request path, fed by
+// protocol.Router.Observe once a request is answered (nothing is measured
+// while metrics.listener is empty: Observe stays nil):
+//
+//   - The request label is Kafka's request name (ApiKeys: InitProducerId,
+//     DescribeAcls, SaslHandshake ..., where kmsg spells some otherwise),
+//     and a Fetch is FetchConsumer or FetchFollower (a replica id), as
+//     Kafka's RequestMetrics name it; requests_total uses the same label.
+//   - Latency: Kafka's RequestMetrics histograms TotalTimeMs,
+//     RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ThrottleTimeMs,
+//     ResponseQueueTimeMs and ResponseSendTimeMs, in milliseconds. The JMX
+//     exporter shows a Kafka histogram as a gauge per percentile,
+//     kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"}
+//     (quantile 0.50, 0.75, 0.95, 0.98, 0.99, 0.999, spelled as its rules
+//     spell them) and a counter _count; the common dashboards query those.
+//     A gauge cannot be aggregated across nodes or windows, so each family
+//     is also a classic histogram: cumulative _bucket{le} counters (bounds
+//     0.1 ms to 30 s, then +Inf) and _sum, so
+//     histogram_quantile(0.99, sum by (le) (rate(kafka_network_requestmetrics_totaltimems_bucket{request="Produce"}[1m])))
+//     is the cluster's p99 produce latency. Both shapes share the name:
+//     the quantile series are typed gauge, _bucket, _count and _sum
+//     counter (a Prometheus summary or histogram type could not carry
+//     both). The quantiles are estimated at scrape time from the bucket
+//     counts of about the last five minutes (Kafka's histograms are
+//     biased to the last five minutes), interpolated within a bucket as
+//     histogram_quantile does; 0 when no request came in that window.
+//     The phases of a request on its connection (protocol/observe.go):
+//     queue is from its last byte read to its handler's start (the
+//     request-memory wait and the decode: there is no request queue, each
+//     connection serves its own requests), local the handler's time less
+//     remote, remote the time the handler was parked (a Fetch's max wait,
+//     acks=all, a change waiting on the controller, a rebalance), throttle
+//     the throttle time the answer imposed, response queue the answer's
+//     encoding, send its write to the socket.
+//   - Errors: kafka_network_requestmetrics_errors_total{request,error}
+//     counts every error code an answer carries (top level and per
+//     partition, NONE included) under Kafka's error names, as
+//     ErrorsPerSec does.
+//   - Per topic: kafka_server_brokertopicmetrics_bytesout_total (record
+//     batch bytes sent to consumers in Fetch answers; an answer a quota
+//     replaced with an empty one sends none), totalfetchrequests_total and
+//     totalproducerequests_total (partitions asked for), and
+//     failedfetchrequests_total / failedproducerequests_total (partitions
+//     answered with an error other than those Kafka's ReplicaManager
+//     expects in normal operation: leadership, unknown partition, offset
+//     out of range, record too large ...). A name no topic has makes no
+//     series. Followers' fetches count in the broker-wide
+//     kafka_server_brokertopicmetrics_replicationbytesout_total and the
+//     follower's appends in _replicationbytesin_total, which have no topic
+//     label, as in Kafka.
+//   - Connections, per Kafka listener, under the names the Strimzi rules
+//     give socket-server-metrics: kafka_server_socket_server_metrics_connection_count,
+//     _connection_creation_total and _connection_close_total (Kafka's
+//     networkProcessor label is absent: a goroutine serves each
+//     connection). kafka_network_socketserver_memorypoolused is the
+//     queued.max.request.bytes memory held by requests. Kafka's
+//     RequestQueueSize and NetworkProcessorAvgIdlePercent have no
+//     counterpart and are not exposed.
+//
+// Cost: an answered request costs one more time.Now, a bucket add and a
+// sum add per phase, and a walk of its answer's error codes (by hand for
+// Produce and Fetch, by a per-type plan of its ErrorCode fields for the
+// rest); BenchmarkRequestMetricsObserve in broker measures it.
+//
 // # State families
 //
 // broker/metrics_state.go computes these at scrape time (the ISR counters
