@@ -39,7 +39,7 @@ func (b *Broker) registerHandlers() {
 	r.Register(19, 2, 7, b.handleCreateTopics)
 	r.Register(20, 1, 6, b.handleDeleteTopics)
 	r.Register(21, 0, 2, b.handleDeleteRecords)
-	r.Register(22, 0, 5, b.handleInitProducerID)
+	b.registerInitProducerID(r)
 	r.Register(23, 2, 4, b.handleOffsetForLeaderEpoch)
 	r.Register(24, 0, 5, b.handleAddPartitionsToTxn)
 	r.Register(25, 0, 4, b.handleAddOffsetsToTxn)

@@ -59,6 +59,9 @@ func (b *Broker) newTxnCoordinator() *txn.Coordinator {
 		NewProducerID: b.nextProducerID,
 		Now:           b.now,
 		Logger:        b.logger.With("component", "txn"),
+		// transaction.two.phase.commit.enable (KIP-939,
+		// 22_init_producer_id.go).
+		TwoPhaseCommit: b.cfg.TransactionTwoPhaseCommitEnable,
 	}, txnStateLog{b}, txnMarkerWriter{b})
 }
 

@@ -199,6 +199,7 @@ type Broker struct {
 	TransactionAbortTimedOutIntervalMs     int32 // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	TransactionRemoveExpiredIntervalMs     int32 // transaction.remove.expired.transaction.cleanup.interval.ms
 	TransactionPartitionVerificationEnable bool  // transaction.partition.verification.enable
+	TransactionTwoPhaseCommitEnable        bool  // transaction.two.phase.commit.enable (KIP-939)
 	AddPartitionsToTxnRetryBackoffMs       int32 // add.partitions.to.txn.retry.backoff.ms
 	AddPartitionsToTxnRetryBackoffMaxMs    int32 // add.partitions.to.txn.retry.backoff.max.ms
 	ProducerIDExpirationMs                 int32 // producer.id.expiration.ms
@@ -382,6 +383,7 @@ var bindings = []binding{
 	fieldFor("transaction.abort.timed.out.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionAbortTimedOutIntervalMs }),
 	fieldFor("transaction.remove.expired.transaction.cleanup.interval.ms", func(b *Broker) any { return &b.TransactionRemoveExpiredIntervalMs }),
 	fieldFor("transaction.partition.verification.enable", func(b *Broker) any { return &b.TransactionPartitionVerificationEnable }),
+	fieldFor("transaction.two.phase.commit.enable", func(b *Broker) any { return &b.TransactionTwoPhaseCommitEnable }),
 	fieldFor("add.partitions.to.txn.retry.backoff.ms", func(b *Broker) any { return &b.AddPartitionsToTxnRetryBackoffMs }),
 	fieldFor("add.partitions.to.txn.retry.backoff.max.ms", func(b *Broker) any { return &b.AddPartitionsToTxnRetryBackoffMaxMs }),
 	fieldFor("producer.id.expiration.ms", func(b *Broker) any { return &b.ProducerIDExpirationMs }),

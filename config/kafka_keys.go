@@ -182,7 +182,7 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.consumer.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
 	bk("group.consumer.min.assignment.interval.ms", TypeInt, v("0"), ro, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
 	// Transactions: issue 20.
-	bk("transaction.two.phase.commit.enable", TypeBoolean, v("false"), ro, "Allow transactions prepared for a two-phase commit with an external coordinator (KIP-939).").later(20, "two-phase commit transactions (KIP-939)"),
+	bk("transaction.two.phase.commit.enable", TypeBoolean, v("false"), ro, "Allow two-phase commit transactions (KIP-939, as far as Kafka 4.4 builds it): an InitProducerId v6 with Enable2Pc gets a transaction no timeout aborts (timeout 2147483647, written to __transaction_state), its principal needing TWO_PHASE_COMMIT on the transactional id besides WRITE. With false such a request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED. InitProducerId v6 is listed in ApiVersions only when this is true (Kafka 4.4 lists it only with its internal unstable.api.versions.enable); KeepPreparedTxn is UNSUPPORTED_VERSION, as in Kafka 4.4."),
 	// Several log dirs per broker (JBOD, KIP-858): issue 20.
 	bk("cordoned.log.dirs", TypeList, v(""), pb, "Log dirs that receive no new replicas (KIP-1066).").later(20, "several log dirs per broker (JBOD, KIP-858)"),
 	bk("log.dir.failure.timeout.ms", TypeLong, v("30000"), ro, "How long a broker whose log dir failed waits for the controller before shutting down.").later(20, "several log dirs per broker (JBOD, KIP-858)"),

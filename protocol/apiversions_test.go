@@ -115,7 +115,7 @@ func TestApiVersionsClientDowngrade(t *testing.T) {
 	// Swap the built-in registration for a narrower one.
 	r.mu.Lock()
 	rt := r.routes[18]
-	rt.maxVersion = 2
+	rt.maxVersion, rt.advertisedMax = 2, 2
 	r.routes[18] = rt
 	r.mu.Unlock()
 	_, addr := startServer(t, r, nil)

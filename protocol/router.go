@@ -105,7 +105,13 @@ type route struct {
 	// advertisedMin is the lowest version ApiVersions lists: minVersion,
 	// unless RegisterAdvertisedFrom listed refused versions below it.
 	advertisedMin int16
-	handler       Handler
+	// advertisedMax is the highest version ApiVersions lists: maxVersion,
+	// unless RegisterBeyondKmsg served a version it does not list.
+	advertisedMax int16
+	// newBody, when set (RegisterBeyondKmsg), makes the request bodies
+	// instead of kmsg.RequestForKey.
+	newBody func() kmsg.Request
+	handler Handler
 }
 
 // Router decodes request frames, checks versions against what is registered
@@ -183,7 +189,33 @@ func (r *Router) RegisterAdvertisedFrom(key, advertisedMin, minVersion, maxVersi
 	if _, dup := r.routes[key]; dup {
 		panic(fmt.Sprintf("protocol: api key %d (%s) registered twice", key, kmsg.NameForKey(key)))
 	}
-	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, advertisedMin: advertisedMin, handler: h}
+	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, advertisedMin: advertisedMin, advertisedMax: maxVersion, handler: h}
+}
+
+// RegisterBeyondKmsg is Register for a key served at versions above
+// kmsg's: newBody makes each request body (its ReadFrom decoding every
+// version in [minVersion, maxVersion], its IsFlexible telling the request
+// header's version), and ApiVersions lists the key up to advertisedMax
+// only, so that a version Kafka serves only when asked (an unstable one)
+// can be answered without being offered. It panics as Register does, on
+// a nil newBody, and on an advertisedMax outside [minVersion, maxVersion].
+func (r *Router) RegisterBeyondKmsg(key, minVersion, maxVersion, advertisedMax int16, newBody func() kmsg.Request, h Handler) {
+	switch {
+	case kmsg.RequestForKey(key) == nil:
+		panic(fmt.Sprintf("protocol: register api key %d: unknown to kmsg", key))
+	case h == nil || newBody == nil:
+		panic(fmt.Sprintf("protocol: register api key %d: nil handler or body", key))
+	case minVersion < 0 || minVersion > maxVersion:
+		panic(fmt.Sprintf("protocol: register api key %d: bad version range %d..%d", key, minVersion, maxVersion))
+	case advertisedMax < minVersion || advertisedMax > maxVersion:
+		panic(fmt.Sprintf("protocol: register api key %d: advertised max version %d outside %d..%d", key, advertisedMax, minVersion, maxVersion))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.routes[key]; dup {
+		panic(fmt.Sprintf("protocol: api key %d (%s) registered twice", key, kmsg.NameForKey(key)))
+	}
+	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, advertisedMin: minVersion, advertisedMax: advertisedMax, newBody: newBody, handler: h}
 }
 
 // Versions returns the registered keys and version ranges sorted by key:
@@ -193,7 +225,7 @@ func (r *Router) Versions() []kmsg.ApiVersionsResponseApiKey {
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(r.routes))
 	for _, rt := range r.routes {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = rt.key, rt.advertisedMin, rt.maxVersion
+		k.ApiKey, k.MinVersion, k.MaxVersion = rt.key, rt.advertisedMin, rt.advertisedMax
 		out = append(out, k)
 	}
 	r.mu.RUnlock()
@@ -246,13 +278,19 @@ func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte, sv *se
 		}
 		return memFrame(out), throttle{}, nil
 	}
-	if hv, _ := RequestHeaderVersion(h.APIKey, h.APIVersion); hv == RequestHeaderV2 {
+	var body kmsg.Request
+	if rt.newBody != nil {
+		body = rt.newBody()
+	} else {
+		body = kmsg.RequestForKey(h.APIKey)
+	}
+	body.SetVersion(h.APIVersion)
+	hv, _ := RequestHeaderVersion(h.APIKey, h.APIVersion)
+	if hv == RequestHeaderV2 || (rt.newBody != nil && body.IsFlexible()) {
 		if rest, err = skipTags(rest); err != nil {
 			return nil, throttle{}, r.refuse(conn, h, true, err)
 		}
 	}
-	body := kmsg.RequestForKey(h.APIKey)
-	body.SetVersion(h.APIVersion)
 	if err := body.ReadFrom(rest); err != nil {
 		return nil, throttle{}, r.refuse(conn, h, true, fmt.Errorf("%w: %v", ErrMalformedBody, err))
 	}

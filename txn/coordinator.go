@@ -78,6 +78,9 @@ type Config struct {
 	NewProducerID func(ctx context.Context) (int64, error)
 	Now           func() time.Time
 	Logger        *slog.Logger
+	// TwoPhaseCommit allows InitProducerId's Enable2Pc
+	// (transaction.two.phase.commit.enable, KIP-939).
+	TwoPhaseCommit bool
 }
 
 // Coordinator is the transaction coordinator of one node: the transactional

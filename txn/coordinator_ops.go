@@ -7,9 +7,32 @@ package txn
 
 import (
 	"context"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
+
+// TwoPhaseTimeoutMs is the timeout a two-phase commit transaction runs
+// with (KIP-939): Kafka 4.4's coordinator gives a producer that asked
+// for Enable2Pc this timeout in place of its own, writes it to
+// __transaction_state like any other, and never aborts a transaction
+// that has it (TransactionMetadata.isDistributedTwoPhaseCommitTxn), since
+// an external coordinator decides when it ends. Being in the record, it
+// survives a coordinator failover.
+const TwoPhaseTimeoutMs = math.MaxInt32
+
+// InitOptions are InitProducerId v6's two-phase commit fields (KIP-939).
+type InitOptions struct {
+	// Enable2PC asks for a two-phase commit transaction: it needs
+	// Config.TwoPhaseCommit (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+	// without it, as Kafka answers) and gets TwoPhaseTimeoutMs, the
+	// requested timeout being neither checked nor kept.
+	Enable2PC bool
+	// KeepPreparedTxn asks to keep the ongoing transaction instead of
+	// aborting it; Kafka 4.4 answers UNSUPPORTED_VERSION ("not
+	// implemented yet" in its TransactionCoordinator), and so do we.
+	KeepPreparedTxn bool
+}
 
 // InitResult is the answer to InitProducerId.
 type InitResult struct {
@@ -24,11 +47,25 @@ type InitResult struct {
 // answer is CONCURRENT_TRANSACTIONS until that is done. producerID and
 // epoch are the producer's current ones for KIP-360, or -1 and -1.
 func (c *Coordinator) InitProducerID(ctx context.Context, transactionalID string, timeoutMs int32, producerID int64, epoch int16) InitResult {
+	return c.InitProducerIDWith(ctx, transactionalID, timeoutMs, producerID, epoch, InitOptions{})
+}
+
+// InitProducerIDWith is InitProducerID with v6's two-phase commit options,
+// checked in the order of Kafka 4.4's TransactionCoordinator: an empty id,
+// then Enable2Pc without transaction.two.phase.commit.enable, then
+// KeepPreparedTxn, then the timeout (not for a two-phase commit).
+func (c *Coordinator) InitProducerIDWith(ctx context.Context, transactionalID string, timeoutMs int32, producerID int64, epoch int16, opts InitOptions) InitResult {
 	fail := func(code int16) InitResult { return InitResult{ProducerID: -1, Epoch: -1, ErrorCode: code} }
-	if transactionalID == "" || (producerID < 0) != (epoch < 0) {
+	switch {
+	case transactionalID == "" || (producerID < 0) != (epoch < 0):
 		return fail(kerr.InvalidRequest.Code)
-	}
-	if timeoutMs <= 0 || int64(timeoutMs) > c.cfg.MaxTimeout.Milliseconds() {
+	case opts.Enable2PC && !c.cfg.TwoPhaseCommit:
+		return fail(kerr.TransactionalIDAuthorizationFailed.Code)
+	case opts.KeepPreparedTxn:
+		return fail(kerr.UnsupportedVersion.Code)
+	case opts.Enable2PC:
+		timeoutMs = TwoPhaseTimeoutMs
+	case timeoutMs <= 0 || int64(timeoutMs) > c.cfg.MaxTimeout.Milliseconds():
 		return fail(kerr.InvalidTransactionTimeout.Code)
 	}
 	s, e, code := c.lookup(transactionalID)

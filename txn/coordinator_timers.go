@@ -9,13 +9,16 @@ import (
 // transaction.timeout.ms, as Kafka's coordinator does every
 // transaction.abort.timed.out.transaction.cleanup.interval.ms: the epoch
 // is bumped first, so the producer that left it open (a zombie) is fenced
-// and its later writes are refused.
+// and its later writes are refused. A two-phase commit transaction
+// (timeout TwoPhaseTimeoutMs, KIP-939) is never aborted here: it ends
+// when its external coordinator says so, however long that takes.
 func (c *Coordinator) AbortTimedOut(ctx context.Context) {
 	now := c.cfg.Now().UnixMilli()
 	for _, e := range c.loadedEntries() {
 		e.mu.Lock()
 		m := e.meta
-		if !e.unloaded && !e.pending && !e.completing && m.state == StateOngoing && m.startMs >= 0 && now-m.startMs > int64(m.timeoutMs) {
+		twoPhase := m.timeoutMs == TwoPhaseTimeoutMs
+		if !e.unloaded && !e.pending && !e.completing && !twoPhase && m.state == StateOngoing && m.startMs >= 0 && now-m.startMs > int64(m.timeoutMs) {
 			epoch := fencedEpoch(m.epoch)
 			c.cfg.Logger.Info("aborting timed-out transaction", "transactional_id", e.id, "producer_id", m.producerID, "epoch", epoch, "timeout_ms", m.timeoutMs)
 			c.endLocked(ctx, e, m.producerID, epoch, false, false)

@@ -1,0 +1,231 @@
+package broker_test
+
+// Two-phase commit transactions (KIP-939) as Kafka 4.4 has them, through
+// InitProducerId v6 requests kmsg cannot build (twoPCInit encodes them):
+// transaction.two.phase.commit.enable gates Enable2Pc
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without it) and the listing of
+// v6, TWO_PHASE_COMMIT on the transactional id is needed under an
+// authorizer, KeepPreparedTxn is UNSUPPORTED_VERSION, and a 2PC
+// transaction is never aborted by its timeout, also after a restart.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedev/sluice/sluicetest"
+)
+
+// twoPCInit is an InitProducerId request at v6: kmsg's v5 fields, then
+// Enable2Pc and KeepPreparedTxn, then the tagged fields.
+type twoPCInit struct {
+	kmsg.InitProducerIDRequest
+	enable2PC, keepPrepared bool
+}
+
+func (*twoPCInit) MaxVersion() int16 { return 6 }
+
+func (r *twoPCInit) AppendTo(dst []byte) []byte {
+	if r.Version < 6 {
+		return r.InitProducerIDRequest.AppendTo(dst)
+	}
+	dst = kbin.AppendCompactNullableString(dst, r.TransactionalID)
+	dst = kbin.AppendInt32(dst, r.TransactionTimeoutMillis)
+	dst = kbin.AppendInt64(dst, r.ProducerID)
+	dst = kbin.AppendInt16(dst, r.ProducerEpoch)
+	dst = kbin.AppendBool(dst, r.enable2PC)
+	dst = kbin.AppendBool(dst, r.keepPrepared)
+	return append(dst, 0) // no tagged fields
+}
+
+func (r *twoPCInit) ResponseKind() kmsg.Response {
+	return &twoPCInitResponse{InitProducerIDResponse: kmsg.NewInitProducerIDResponse()}
+}
+
+// twoPCInitResponse is an InitProducerId response at v6, which adds
+// OngoingTxnProducerId and OngoingTxnProducerEpoch.
+type twoPCInitResponse struct {
+	kmsg.InitProducerIDResponse
+	ongoingID    int64
+	ongoingEpoch int16
+}
+
+func (r *twoPCInitResponse) ReadFrom(src []byte) error {
+	if r.Version < 6 {
+		return r.InitProducerIDResponse.ReadFrom(src)
+	}
+	b := kbin.Reader{Src: src}
+	r.ThrottleMillis, r.ErrorCode = b.Int32(), b.Int16()
+	r.ProducerID, r.ProducerEpoch = b.Int64(), b.Int16()
+	r.ongoingID, r.ongoingEpoch = b.Int64(), b.Int16()
+	if tags := b.Uvarint(); tags != 0 {
+		return fmt.Errorf("%d tagged fields in the answer", tags)
+	}
+	return b.Complete()
+}
+
+// initV6 sends InitProducerId v6 for id on a new connection to addr,
+// asking again while the coordinator is not ready (the
+// __transaction_state topic is created by the first request).
+func initV6(t *testing.T, addr, id string, timeoutMs int32, enable2PC, keepPrepared bool) *twoPCInitResponse {
+	t.Helper()
+	var got *twoPCInitResponse
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		req := &twoPCInit{InitProducerIDRequest: kmsg.NewInitProducerIDRequest(), enable2PC: enable2PC, keepPrepared: keepPrepared}
+		req.Version = 6
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, timeoutMs
+		resp, err := rawRequest(t, addr, req)
+		if err != nil {
+			return fmt.Errorf("InitProducerId v6: %v", err)
+		}
+		got = resp.(*twoPCInitResponse)
+		switch err := kerr.ErrorForCode(got.ErrorCode); err {
+		case kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress, kerr.NotCoordinator, kerr.ConcurrentTransactions:
+			return err
+		}
+		return nil
+	})
+	return got
+}
+
+// initProducerIDMax is the highest InitProducerId version addr lists.
+func initProducerIDMax(t *testing.T, addr string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "sluice-test", "1.0"
+	resp, err := rawRequest(t, addr, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		if k.ApiKey == 22 {
+			return k.MaxVersion
+		}
+	}
+	t.Fatal("InitProducerId is not listed")
+	return 0
+}
+
+func TestTwoPhaseCommitRefusedByDefault(t *testing.T) {
+	n := sluicetest.Start(t)
+	if got := initProducerIDMax(t, n.Addr()); got != 5 {
+		t.Fatalf("InitProducerId listed up to v%d, want v5 as a default Kafka 4.4", got)
+	}
+	r := initV6(t, n.Addr(), "no-2pc", 60000, true, false)
+	if r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || r.ProducerID != -1 {
+		t.Fatalf("Enable2Pc with transaction.two.phase.commit.enable=false: %v id %d", kerr.ErrorForCode(r.ErrorCode), r.ProducerID)
+	}
+	// v6 itself is served: without Enable2Pc it is an ordinary init.
+	r = initV6(t, n.Addr(), "no-2pc", 60000, false, false)
+	if r.ErrorCode != 0 || r.ProducerID < 0 || r.ongoingID != -1 || r.ongoingEpoch != -1 {
+		t.Fatalf("v6 without Enable2Pc: %v id %d ongoing %d/%d", kerr.ErrorForCode(r.ErrorCode), r.ProducerID, r.ongoingID, r.ongoingEpoch)
+	}
+}
+
+func TestTwoPhaseCommitNeverTimesOut(t *testing.T) {
+	n := sluicetest.Start(t, "transaction.two.phase.commit.enable=true",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=100")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seeds := []string{n.Addr()}
+	needMarkers(t, n.Addr())
+	if got := initProducerIDMax(t, n.Addr()); got != 6 {
+		t.Fatalf("InitProducerId listed up to v%d with two-phase commit on, want v6", got)
+	}
+	if _, err := n.Admin().CreateTopic(ctx, 1, 1, nil, "txn-2pc"); err != nil {
+		t.Fatal(err)
+	}
+	if r := initV6(t, n.Addr(), "2pc", 1000, true, true); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("KeepPreparedTxn: %v, want UNSUPPORTED_VERSION as Kafka 4.4", kerr.ErrorForCode(r.ErrorCode))
+	}
+	p := initV6(t, n.Addr(), "2pc", 1000, true, false)
+	if p.ErrorCode != 0 || p.ongoingID != -1 || p.ongoingEpoch != -1 {
+		t.Fatalf("Enable2Pc: %v ongoing %d/%d", kerr.ErrorForCode(p.ErrorCode), p.ongoingID, p.ongoingEpoch)
+	}
+	cl := n.Client()
+	addPartition := func(id string, pid int64, epoch int16) {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 3
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+		tp := kmsg.NewAddPartitionsToTxnRequestTopic()
+		tp.Topic, tp.Partitions = "txn-2pc", []int32{0}
+		req.Topics = append(req.Topics, tp)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("AddPartitionsToTxn %s: %v", id, kerr.ErrorForCode(code))
+		}
+	}
+	addPartition("2pc", p.ProducerID, p.ProducerEpoch)
+
+	// An ordinary transaction with the same 1 s timeout next to it: once
+	// the coordinator has aborted it, it has looked at the 2PC one too.
+	plainTimesOut := func(id string) {
+		t.Helper()
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID, init.TransactionTimeoutMillis = &id, 1000
+		q, err := init.RequestWith(ctx, cl)
+		if err != nil || q.ErrorCode != 0 {
+			t.Fatalf("init %s: %v %v", id, err, kerr.ErrorForCode(q.ErrorCode))
+		}
+		addPartition(id, q.ProducerID, q.ProducerEpoch)
+		waitTxnState(t, seeds, id, "CompleteAbort")
+	}
+	plainTimesOut("plain-1")
+	d, err := describeTxn(ctx, seeds, "2pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "Ongoing" || d.TimeoutMillis != 2147483647 || d.ProducerID != p.ProducerID || d.ProducerEpoch != p.ProducerEpoch {
+		t.Fatalf("2PC transaction after the timeout: %+v", d)
+	}
+
+	// The timeout is in __transaction_state: after a restart the
+	// coordinator that loads it leaves it running too.
+	n.Restart()
+	cl = n.Client()
+	plainTimesOut("plain-2")
+	d, err = describeTxn(ctx, seeds, "2pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.State != "Ongoing" || d.TimeoutMillis != 2147483647 || d.ProducerID != p.ProducerID || d.ProducerEpoch != p.ProducerEpoch {
+		t.Fatalf("2PC transaction after a restart: %+v", d)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version = 4
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "2pc", p.ProducerID, p.ProducerEpoch, true
+	resp, err := end.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("commit: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	waitTxnState(t, seeds, "2pc", "CompleteCommit")
+}
+
+func TestTwoPhaseCommitNeedsTwoPhaseCommitACL(t *testing.T) {
+	n := sluicetest.Start(t, withAuthorizer, "allow.everyone.if.no.acl.found=true",
+		"transaction.two.phase.commit.enable=true")
+	adm := n.Admin()
+	// An ACL names the id: allow.everyone no longer applies to it.
+	createACLs(t, adm, kadm.NewACLs().TransactionalIDs("acl-2pc").Allow("User:ANONYMOUS").AllowHosts("*").Operations(kadm.OpWrite))
+	if r := initV6(t, n.Addr(), "acl-2pc", 60000, false, false); r.ErrorCode != 0 {
+		t.Fatalf("WRITE without 2PC: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := initV6(t, n.Addr(), "acl-2pc", 60000, true, false); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("Enable2Pc without TWO_PHASE_COMMIT: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	createACLs(t, adm, kadm.NewACLs().TransactionalIDs("acl-2pc").Allow("User:ANONYMOUS").AllowHosts("*").Operations(kmsg.ACLOperation(15)))
+	if r := initV6(t, n.Addr(), "acl-2pc", 60000, true, false); r.ErrorCode != 0 {
+		t.Fatalf("Enable2Pc with TWO_PHASE_COMMIT: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
