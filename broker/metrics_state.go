@@ -4,8 +4,9 @@ package broker
 // names and where sluice differs from Kafka): the metadata log's raft
 // state, serf's members, the leader elections of the active controller,
 // the ISR shrinks and expands of the partitions this node leads, each
-// local replica's log size, segments and offsets, and the lag of the
-// consumer groups this node coordinates. Everything but the ISR counters
+// local replica's log size, segments and offsets, the lag of the
+// consumer groups this node coordinates, and the log cleaner's gauges
+// (metrics_state_cleaner.go). Everything but the ISR counters
 // is computed at scrape time from state the node keeps anyway; the ISR
 // counters are bumped once per committed AlterPartition proposal, off the
 // request path (replica_isr.go).
@@ -37,7 +38,7 @@ func newStateMetrics(b *Broker, m *brokerMetrics) *stateMetrics {
 			Help: "ISR changes this node proposed as a partition's leader that added a replica and were committed (Kafka's IsrExpandsPerSec).",
 		}),
 	}
-	m.reg.MustRegister(s.isrShrinks, s.isrExpands, stateCollector{b, m})
+	m.reg.MustRegister(s.isrShrinks, s.isrExpands, stateCollector{b, m}, cleanerCollector{b, m})
 	return s
 }
 

@@ -68,6 +68,11 @@ func TestMetricsStateCluster(t *testing.T) {
 			if m["sluice_raft_voters"] != 3 || m[`sluice_serf_members{state="alive"}`] != 3 {
 				return fmt.Errorf("node %d: voters %v, alive members %v", id, m["sluice_raft_voters"], m[`sluice_serf_members{state="alive"}`])
 			}
+			for _, k := range []string{"kafka_log_logcleaner_deadthreadcount", "kafka_log_logcleanermanager_uncleanable_partitions_count"} {
+				if v, ok := m[k]; !ok || v != 0 {
+					return fmt.Errorf("node %d: %s = %v (exposed: %v), want 0", id, k, v, ok)
+				}
+			}
 			if m["kafka_server_raftmetrics_current_epoch"] < 1 || m["kafka_server_raftmetrics_high_watermark"] < 1 ||
 				m["kafka_server_brokermetadatametrics_last_applied_record_offset"] > m["kafka_server_raftmetrics_log_end_offset"] {
 				return fmt.Errorf("node %d: epoch %v, high watermark %v, applied %v, log end %v", id,

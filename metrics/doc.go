@@ -155,7 +155,15 @@
 //     trail the leader's by a fetch. kafka-lag-exporter's
 //     kafka_consumergroup_group_lag is not exposed. kafka_exporter's
 //     _lag_sum is sum by (consumergroup, topic) of _lag in PromQL.
-//   - Not exposed yet: the log cleaner's and the quotas' figures.
+//   - The log cleaner, while log.cleaner.enable is true:
+//     kafka_log_logcleaner_max_buffer_utilization_percent,
+//     _cleaner_recopy_percent, _max_clean_time_secs,
+//     _max_compaction_delay_secs, _deadthreadcount, and
+//     kafka_log_logcleanermanager_uncleanable_partitions_count,
+//     _uncleanable_bytes, _max_dirty_percent, _time_since_last_run_ms.
+//     Kafka's LogCleanerManager gauges have a logDirectory label; sluice's
+//     are one figure over all log dirs.
+//   - Not exposed yet: the quotas' figures.
 //
 // # Endpoints
 //
