@@ -216,6 +216,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		return nil, fmt.Errorf("broker: log.dirs: %w", err)
 	}
 	b.dir = dir
+	dir.configureMoves(cfg)
 
 	b.groups = b.newGroupCoordinator()
 	b.txn = b.newTxnCoordinator()

@@ -6,9 +6,16 @@ package broker
 // the log into a future directory of the destination while the replica
 // keeps serving (leader or follower), then swaps it in under the log's
 // append lock, so no acknowledged write is lost and the *logstore.Log the
-// partition holds stays the same. One move runs at a time per node (a
-// second waits for the first); a new destination for a replica stops its
-// move and starts another. A move interrupted by a restart starts again
+// partition holds stays the same. At most num.replica.alter.log.dirs.threads
+// moves copy at once per node (default: one per log dir, as Kafka's
+// ReplicaAlterLogDirsManager has one thread per log dir; the others wait
+// their turn, their future replica shown with size 0), and they copy
+// together at most replica.alter.log.dirs.io.max.bytes.per.second, measured
+// over alter.log.dirs.replication.quota.window.num samples of
+// alter.log.dirs.replication.quota.window.size.seconds (quotas.MoveRate;
+// the key is dynamic, per broker or cluster-wide, as
+// kafka-reassign-partitions.sh --replica-alter-log-dirs-throttle sets it).
+// A new destination for a replica stops its move and starts another. A move interrupted by a restart starts again
 // from the beginning at the next start, as Kafka resumes it: the partial
 // -future directory tells where the replica was going (logstore removes
 // the partial copy, resumeMoves copies afresh).
@@ -21,9 +28,45 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/sluicedev/sluice/config"
+	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/quotas"
 )
+
+// Keys of the moves between log dirs.
+const (
+	moveThreadsKey       = "num.replica.alter.log.dirs.threads"
+	moveThrottleKey      = "replica.alter.log.dirs.io.max.bytes.per.second"
+	moveWindowNumKey     = "alter.log.dirs.replication.quota.window.num"
+	moveWindowSecondsKey = "alter.log.dirs.replication.quota.window.size.seconds"
+)
+
+// configureMoves sizes the moves' semaphore and throttle window from cfg
+// (static keys; called once, before any move starts).
+func (s *logDirs) configureMoves(cfg *config.Broker) {
+	intKey := func(key string, def int) int {
+		if v, ok := cfg.Get(key); ok && v != "" {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return n
+			}
+		}
+		return def
+	}
+	s.moveSem = make(chan struct{}, intKey(moveThreadsKey, len(s.dirs)))
+	s.moveRate = quotas.NewMoveRate(quotas.WindowConfig{
+		Samples: intKey(moveWindowNumKey, 11),
+		Window:  time.Duration(intKey(moveWindowSecondsKey, 1)) * time.Second,
+	})
+}
+
+// updateMoveThrottle sets the moves' byte rate from img (this node's
+// dynamic value, the cluster's, the static one, else none).
+func (b *Broker) updateMoveThrottle(img *controller.Image) {
+	b.dir.moveRate.SetLimit(b.throttleRate(img, moveThrottleKey))
+}
 
 // logMove is one replica's move in progress.
 type logMove struct {
@@ -160,10 +203,10 @@ func (s *logDirs) runMove(tp logstore.TopicPartition, src *logDir, m *logMove) e
 	if err := s.dirOffline(m.dest); err != nil {
 		return err
 	}
-	return src.dir.MoveLog(tp, m.dest.dir, stop, func(bytes, offset int64) {
+	return src.dir.MoveLogPaced(tp, m.dest.dir, stop, func(bytes, offset int64) {
 		m.bytes.Store(bytes)
 		m.offset.Store(offset)
-	})
+	}, s.moveRate)
 }
 
 // stopMove stops tp's move, if any, and waits for it.

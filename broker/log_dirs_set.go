@@ -48,6 +48,7 @@ import (
 
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
+	"github.com/sluicedev/sluice/quotas"
 )
 
 // metaPropertiesFile is Kafka's per-directory identity file.
@@ -80,8 +81,10 @@ type logDirs struct {
 	// preferred holds the directory AlterReplicaLogDirs named for a
 	// replica this node does not hold yet.
 	preferred map[logstore.TopicPartition]*logDir
-	// moveSem lets one move run at a time.
-	moveSem chan struct{}
+	// moveSem holds a token per move copying (num.replica.alter.log.dirs.
+	// threads); moveRate throttles them together (log_dirs_move.go).
+	moveSem  chan struct{}
+	moveRate *quotas.MoveRate
 	// unplaced holds the replicas that could not be created because a
 	// directory is offline (they may be in it): offline replicas too.
 	unplaced map[logstore.TopicPartition]bool
@@ -108,7 +111,7 @@ type logDirs struct {
 func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*logDirs, error) {
 	s := &logDirs{logger: logger, where: make(map[logstore.TopicPartition]*logDir),
 		noticed: make(chan struct{}, 1), stop: make(chan struct{}), moveSem: make(chan struct{}, 1),
-		failed: make(chan struct{}, 1)}
+		moveRate: quotas.NewMoveRate(quotas.DefaultWindow), failed: make(chan struct{}, 1)}
 	online := 0
 	var errs []error
 	for i, p := range paths {

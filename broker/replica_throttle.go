@@ -29,11 +29,13 @@ type replicationThrottle struct {
 	leader, follower quotas.Rate
 }
 
-// updateThrottles sets both buckets' limits from img.
+// updateThrottles sets both buckets' limits, and the throttle of moves
+// between log dirs, from img.
 func (b *Broker) updateThrottles(img *controller.Image) {
 	now := b.now()
 	b.throttle.leader.SetRate(b.throttleRate(img, leaderThrottleRateKey), now)
 	b.throttle.follower.SetRate(b.throttleRate(img, followerThrottleRateKey), now)
+	b.updateMoveThrottle(img)
 }
 
 // throttleRate resolves a throttle rate config for this node.

@@ -157,8 +157,8 @@ var kafkaOnlyKeys = []keyDef{
 	bk("principal.builder.class", TypeClass, v("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"), pb, "Plugin class building a connection's principal from its TLS or SASL identity; sluice builds principals as Kafka's default DefaultKafkaPrincipalBuilder does.").later(0, whyJavaPlugin),
 	bk("security.providers", TypeString, nil, ro, "Java security providers for TLS and SASL algorithms.").later(0, "TLS and SASL"),
 	// Quota windows: client quotas (issue 18) and the replication throttle.
-	bk("alter.log.dirs.replication.quota.window.num", TypeInt, v("11"), ro, "Quota measurement: samples kept and seconds per sample.").later(20, "moving replicas between log directories (AlterReplicaLogDirs)"),
-	bk("alter.log.dirs.replication.quota.window.size.seconds", TypeInt, v("1"), ro, "Quota measurement: samples kept and seconds per sample.").later(20, "moving replicas between log directories (AlterReplicaLogDirs)"),
+	bk("alter.log.dirs.replication.quota.window.num", TypeInt, v("11"), ro, "Samples replica.alter.log.dirs.io.max.bytes.per.second (the throttle of replica moves between this broker's log dirs) is measured over: the rate is the bytes copied in the samples over the time since the oldest began, at least alter.log.dirs.replication.quota.window.num-1 windows.", atLeast(1)),
+	bk("alter.log.dirs.replication.quota.window.size.seconds", TypeInt, v("1"), ro, "Seconds each sample of the replica.alter.log.dirs.io.max.bytes.per.second rate spans.", atLeast(1)),
 	bk("client.quota.callback.class", TypeClass, nil, ro, "Plugin class computing client quotas.").later(0, whyJavaPlugin),
 	bk("replication.quota.window.num", TypeInt, v("11"), ro, "Quota measurement: samples kept and seconds per sample.").later(0, whyReplicationWindow),
 	bk("replication.quota.window.size.seconds", TypeInt, v("1"), ro, "Quota measurement: samples kept and seconds per sample.").later(0, whyReplicationWindow),
@@ -186,7 +186,7 @@ var kafkaOnlyKeys = []keyDef{
 	// Several log dirs per broker (JBOD, KIP-858): issue 20.
 	bk("cordoned.log.dirs", TypeList, v(""), pb, "Log dirs that receive no new replicas (KIP-1066).").later(20, "several log dirs per broker (JBOD, KIP-858)"),
 	bk("log.dir.failure.timeout.ms", TypeLong, v("30000"), ro, "How long a broker whose log dir failed waits for the controller before shutting down.").later(20, "several log dirs per broker (JBOD, KIP-858)"),
-	bk("num.replica.alter.log.dirs.threads", TypeInt, nil, ro, "Threads moving replicas between log dirs (AlterReplicaLogDirs).").later(20, "several log dirs per broker (JBOD, KIP-858)"),
+	bk("num.replica.alter.log.dirs.threads", TypeInt, nil, ro, "Most replica moves between this broker's log dirs (AlterReplicaLogDirs) copying at once; the others wait their turn. Default (none): the number of log dirs, as Kafka's one thread per log dir.", atLeast(1)),
 	// Tiered storage (KIP-405): no issue filed yet.
 	bk("follower.fetch.last.tiered.offset.enable", TypeBoolean, v("false"), cw, "Tiered storage (KIP-405) setting.").later(0, "tiered storage (KIP-405)"),
 	bk("log.local.retention.bytes", TypeLong, v("-2"), cw, "Tiered storage (KIP-405) setting.").later(0, "tiered storage (KIP-405)"),

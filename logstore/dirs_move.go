@@ -28,6 +28,10 @@ package logstore
 // resumes it); between 3 and 4 both directories are complete, identical
 // copies. The log is not cleaned while
 // it moves.
+//
+// A MovePace (the broker's replica.alter.log.dirs.io.max.bytes.per.second)
+// throttles step 1, the bulk of the copy, chunk by chunk; step 2 is not
+// throttled, as it holds the log's append lock.
 
 import (
 	"crypto/rand"
@@ -56,11 +60,26 @@ type movedAway struct {
 	due  time.Time
 }
 
+// MovePace throttles the copy of a MoveLog: before each chunk of at most
+// Chunk(max) bytes the copy waits Wait(now), and it Records the bytes
+// after.
+type MovePace interface {
+	Chunk(max int) int
+	Wait(now time.Time) time.Duration
+	Record(n int, now time.Time)
+}
+
 // MoveLog moves tp's open log from d to dest (see the file comment).
 // progress, if not nil, is told the bytes and offset copied. It returns
 // ErrMoveStopped when stop closes first, and any I/O error (wrapping
 // ErrKafkaStorage) with the log left where it was.
 func (d *Dir) MoveLog(tp TopicPartition, dest *Dir, stop <-chan struct{}, progress func(bytes, offset int64)) error {
+	return d.MoveLogPaced(tp, dest, stop, progress, nil)
+}
+
+// MoveLogPaced is MoveLog with the copy of rolled segments throttled by
+// pace (nil: not throttled).
+func (d *Dir) MoveLogPaced(tp TopicPartition, dest *Dir, stop <-chan struct{}, progress func(bytes, offset int64), pace MovePace) error {
 	if dest == d {
 		return nil
 	}
@@ -107,7 +126,7 @@ func (d *Dir) MoveLog(tp TopicPartition, dest *Dir, stop <-chan struct{}, progre
 			dest.fsys.RemoveAll(future)
 		}
 	}()
-	m := &mover{l: l, src: d, dest: dest, future: future, copied: map[*segment]bool{}, progress: progress}
+	m := &mover{l: l, src: d, dest: dest, future: future, copied: map[*segment]bool{}, progress: progress, pace: pace, stop: stop}
 
 	// 1. Rolled segments, without locks, until few are left (a writer
 	// faster than the copy is caught by the last step, under the lock).
@@ -135,6 +154,9 @@ func (d *Dir) MoveLog(tp TopicPartition, dest *Dir, stop <-chan struct{}, progre
 		}
 		for _, s := range todo {
 			if err := m.copySegment(s); err != nil {
+				if errors.Is(err, ErrMoveStopped) {
+					return err
+				}
 				if isNotExist(err) {
 					continue // deleted by retention meanwhile
 				}
@@ -173,6 +195,8 @@ type mover struct {
 	bytes       int64
 	offset      int64
 	progress    func(bytes, offset int64)
+	pace        MovePace
+	stop        <-chan struct{}
 }
 
 // copySegment copies a rolled segment's files into the future directory.
@@ -182,7 +206,7 @@ func (m *mover) copySegment(s *segment) error {
 		if suffix == logSuffix {
 			limit = s.size
 		}
-		err := copyFileBetween(m.src.fsys, m.dest.fsys, s.path(suffix), filepath.Join(m.future, segmentName(s.base)+suffix), limit)
+		err := copyFileBetween(m.src.fsys, m.dest.fsys, s.path(suffix), filepath.Join(m.future, segmentName(s.base)+suffix), limit, m.pace, m.stop)
 		if err != nil && !(suffix != logSuffix && isNotExist(err)) {
 			return err
 		}
@@ -246,7 +270,7 @@ func (m *mover) finish() error {
 			strings.HasSuffix(name, swapSuffix) || strings.HasSuffix(name, ".tmp") {
 			continue
 		}
-		if err := copyFileBetween(m.src.fsys, m.dest.fsys, filepath.Join(srcPath, name), filepath.Join(m.future, name), -1); err != nil && !isNotExist(err) {
+		if err := copyFileBetween(m.src.fsys, m.dest.fsys, filepath.Join(srcPath, name), filepath.Join(m.future, name), -1, nil, nil); err != nil && !isNotExist(err) {
 			return err
 		}
 	}
@@ -379,8 +403,9 @@ func removeFutureDirs(fsys FS, path string, entries []os.DirEntry) {
 }
 
 // copyFileBetween copies src (its first limit bytes; all if limit < 0) to
-// dst and fsyncs dst.
-func copyFileBetween(srcFS, dstFS FS, src, dst string, limit int64) error {
+// dst and fsyncs dst, chunk by chunk as pace allows (nil: at once); it
+// returns ErrMoveStopped if stop closes while it waits.
+func copyFileBetween(srcFS, dstFS FS, src, dst string, limit int64, pace MovePace, stop <-chan struct{}) error {
 	in, err := srcFS.OpenFile(src, os.O_RDONLY, 0)
 	if err != nil {
 		return err
@@ -401,7 +426,17 @@ func copyFileBetween(srcFS, dstFS FS, src, dst string, limit int64) error {
 	var off int64
 	for off < limit {
 		n := int(min(int64(len(buf)), limit-off))
+		if pace != nil {
+			if err := paceWait(pace, stop); err != nil {
+				out.Close()
+				return err
+			}
+			n = max(1, min(n, pace.Chunk(n)))
+		}
 		r, rerr := in.ReadAt(buf[:n], off)
+		if pace != nil {
+			pace.Record(r, time.Now())
+		}
 		if r > 0 {
 			if _, werr := out.WriteAt(buf[:r], off); werr != nil {
 				out.Close()
@@ -425,4 +460,22 @@ func copyFileBetween(srcFS, dstFS FS, src, dst string, limit int64) error {
 		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
 	}
 	return out.Close()
+}
+
+// paceWait waits until pace lets a copy go on, or stop closes
+// (ErrMoveStopped).
+func paceWait(pace MovePace, stop <-chan struct{}) error {
+	for {
+		d := pace.Wait(time.Now())
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-stop:
+			t.Stop()
+			return ErrMoveStopped
+		case <-t.C:
+		}
+	}
 }
