@@ -6,7 +6,11 @@ package console
 // the histogram's sum, count and buckets over that second).
 
 import (
+	"maps"
+	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +29,9 @@ var counterFamilies = map[string]string{
 }
 
 // latencyFamily names the request latency family (Kafka's RequestMetrics
-// TotalTimeMs); a histogram or summary of it is charted per request.
+// TotalTimeMs), charted per request from its count, sum and buckets:
+// a native histogram or summary, or _count, _sum and _bucket{le}
+// counter families of their own.
 const latencyFamily = "kafka_network_requestmetrics_totaltimems"
 
 type latency struct {
@@ -34,6 +40,8 @@ type latency struct {
 	// Bounds and Counts are the histogram's cumulative buckets.
 	Bounds []float64 `json:"bounds,omitempty"`
 	Counts []uint64  `json:"counts,omitempty"`
+
+	buckets map[float64]uint64 // the cumulative counts by bound, summed over series
 }
 
 type metricsView struct {
@@ -59,6 +67,19 @@ func (c *Console) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	if err != nil {
 		v.Error = err.Error() // Gather answers what it could alongside
 	}
+	// lat is the figures of m's request, made on first use.
+	lat := func(m *dto.Metric) *latency {
+		req := label(m, "request")
+		if req == "" {
+			req = "all"
+		}
+		l := v.Latency[req]
+		if l == nil {
+			l = &latency{buckets: map[float64]uint64{}}
+			v.Latency[req] = l
+		}
+		return l
+	}
 	for _, f := range fams {
 		name := f.GetName()
 		if key, ok := counterFamilies[name]; ok {
@@ -72,41 +93,43 @@ func (c *Console) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 		if !strings.HasPrefix(name, latencyFamily) {
 			continue
 		}
-		if strings.HasSuffix(name, "_seconds") {
+		suffix := strings.TrimPrefix(name, latencyFamily)
+		if suffix == "_seconds" {
 			v.Unit = "s"
 		}
 		for _, m := range f.GetMetric() {
-			req := label(m, "request")
-			if req == "" {
-				req = "all"
-			}
-			l := v.Latency[req]
-			if l == nil {
-				l = &latency{}
-				v.Latency[req] = l
-			}
+			l := lat(m)
 			switch {
-			case m.GetHistogram() != nil:
+			case m.GetHistogram() != nil: // a native histogram
 				h := m.GetHistogram()
 				l.Count += h.GetSampleCount()
 				l.Sum += h.GetSampleSum()
-				// Several series (versions) of one request add up
-				// bucket by bucket when they share bounds.
-				bs := h.GetBucket()
-				if len(l.Bounds) == 0 {
-					for _, b := range bs {
-						l.Bounds = append(l.Bounds, b.GetUpperBound())
-						l.Counts = append(l.Counts, b.GetCumulativeCount())
-					}
-				} else if len(l.Bounds) == len(bs) {
-					for i, b := range bs {
-						l.Counts[i] += b.GetCumulativeCount()
-					}
+				for _, b := range h.GetBucket() {
+					l.buckets[b.GetUpperBound()] += b.GetCumulativeCount()
 				}
 			case m.GetSummary() != nil:
 				l.Count += m.GetSummary().GetSampleCount()
 				l.Sum += m.GetSummary().GetSampleSum()
+			// The JMX exporter's shape, which sluice's broker exposes as
+			// families of their own: _count, _sum and cumulative
+			// _bucket{le} counters beside the quantile gauges.
+			case suffix == "_count" && m.GetCounter() != nil:
+				l.Count += uint64(m.GetCounter().GetValue())
+			case suffix == "_sum" && m.GetCounter() != nil:
+				l.Sum += m.GetCounter().GetValue()
+			case suffix == "_bucket" && m.GetCounter() != nil:
+				le, err := strconv.ParseFloat(label(m, "le"), 64)
+				if err == nil && !math.IsInf(le, 1) {
+					l.buckets[le] += uint64(m.GetCounter().GetValue())
+				}
 			}
+		}
+	}
+	for _, l := range v.Latency {
+		bounds := slices.Sorted(maps.Keys(l.buckets))
+		for _, b := range bounds {
+			l.Bounds = append(l.Bounds, b)
+			l.Counts = append(l.Counts, l.buckets[b])
 		}
 	}
 	writeJSON(w, http.StatusOK, v)

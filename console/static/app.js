@@ -6,6 +6,7 @@
 
 let info = { readOnly: false };
 let timer = null; // the current page's refresh
+let flash = ""; // a notice the next topics page shows (after a delete)
 const page = document.getElementById("page");
 
 // ---- helpers ----
@@ -98,13 +99,18 @@ const routes = {
   charts: chartsPage,
 };
 
+let generation = 0; // bumped by every route; a page's late async work checks it
+
 function route() {
   stop();
+  generation++;
+  window.routes = (window.routes || 0) + 1;
   const parts = (location.hash.replace(/^#\/?/, "") || "cluster").split("/").map(decodeURIComponent);
   const name = routes[parts[0]] ? parts[0] : "cluster";
   const nav = { topic: "topics", group: "groups" }[name] || name;
   document.querySelectorAll("header nav a").forEach((a) => a.classList.toggle("active", a.dataset.nav === nav));
   page.dataset.page = name;
+  delete page.dataset.ready;
   page.innerHTML = "";
   routes[name](...parts.slice(1));
 }
@@ -167,7 +173,8 @@ function topicsPage() {
       <button id="create-topic" type="submit">Create topic</button>
     </form>`}
     <label class="muted"><input type="checkbox" id="show-internal"> show internal topics</label>
-    <div id="topics-msg"></div><div id="topics"><p class="muted">Loading…</p></div>`;
+    <div id="topics-msg">${flash}</div><div id="topics"><p class="muted">Loading…</p></div>`;
+  flash = "";
   const form = document.getElementById("create-form");
   if (form) {
     form.addEventListener("submit", async (ev) => {
@@ -220,7 +227,7 @@ async function deleteTopic(name) {
   const msg = document.getElementById("topics-msg");
   try {
     await api("topics/" + encodeURIComponent(name), { method: "DELETE" });
-    if (msg) msg.innerHTML = `<div class="notice" id="deleted">Deleted topic <b>${esc(name)}</b>.</div>`;
+    flash = `<div class="notice" id="deleted">Deleted topic <b>${esc(name)}</b>.</div>`;
     if (page.dataset.page === "topics") route(); else location.hash = "#/topics";
   } catch (e) { if (msg) msg.innerHTML = errorBox(e); else alert(e.message); }
 }
@@ -310,7 +317,9 @@ async function messagesPage(topic, partition) {
   const mode = document.getElementById("msg-mode");
   const val = document.getElementById("msg-value");
   let topics = [];
+  const gen = generation;
   try { topics = await api("topics"); } catch (e) { document.getElementById("records").innerHTML = errorBox(e); return; }
+  if (gen !== generation) return; // the user went elsewhere meanwhile
   tSel.innerHTML = topics.map((t) => `<option ${t.name === topic ? "selected" : ""}>${esc(t.name)}</option>`).join("");
   const fillPartitions = () => {
     const t = topics.find((x) => x.name === tSel.value);
@@ -337,7 +346,7 @@ async function messagesPage(topic, partition) {
       <table id="records-table"><thead><tr><th class="num">Offset</th><th>Timestamp</th><th>Key</th><th>Value</th><th>Headers</th></tr></thead><tbody>
       ${r.records.map((m) => `<tr data-offset="${m.offset}"><td class="num">${m.offset}</td><td>${new Date(m.timestamp).toISOString()}</td>
         <td>${show(m.key, f)}</td><td>${show(m.value, f)}${m.truncated ? '<span class="muted">(truncated)</span>' : ""}</td>
-        <td>${m.headers.map((h) => `<div><b>${esc(h.key)}</b>: ${show(h.value, f === "json" ? "text" : f)}</div>`).join("")}</td></tr>`).join("")}
+        <td>${m.headers.map((h) => `<div class="hdr"><b>${esc(h.key)}</b>: ${show(h.value, f === "json" ? "text" : f)}</div>`).join("")}</td></tr>`).join("")}
       </tbody></table>`;
   };
   document.getElementById("msg-format").addEventListener("change", render);
@@ -360,6 +369,7 @@ async function messagesPage(topic, partition) {
       render();
     } catch (e) { el.innerHTML = errorBox(e); }
   });
+  page.dataset.ready = "messages";
 }
 
 // ---- groups ----
