@@ -8,7 +8,9 @@ package broker
 // tasks it owns; the coordinator answers with the member's epoch, its
 // active, standby and warm-up tasks when they changed, the statuses that
 // concern it (MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS,
-// INCORRECTLY_PARTITIONED_TOPICS, STALE_TOPOLOGY, SHUTDOWN_APPLICATION)
+// INCORRECTLY_PARTITIONED_TOPICS, STALE_TOPOLOGY, SHUTDOWN_APPLICATION,
+// ASSIGNMENT_DELAYED while group.streams.initial.rebalance.delay.ms or
+// group.streams.assignment.interval.ms holds the assignment back)
 // and the group's partitions by endpoint for interactive queries. v1 adds
 // AcceptableRecoveryLag (int64) and TopologyDescriptionRequired, which
 // sluice never sets (it stores no topology description unless a member

@@ -44,18 +44,22 @@ func (b *Broker) registerStreamsHandlers(r quotaRouter) {
 }
 
 // streamsGroupSettings returns the settings a streams group runs with
-// now: its streams.session.timeout.ms, streams.heartbeat.interval.ms and
-// streams.num.standby.replicas group configs where set, else the broker's
-// group.streams.* values. The heartbeat handler reads them on every
-// heartbeat, so a change applies from each member's next heartbeat (a new
-// standby count at the group's next assignment).
+// now: its streams.* group configs where set (session timeout, heartbeat
+// interval, standby replicas, initial rebalance delay, assignment
+// interval), else the broker's group.streams.* values
+// (the assignment interval as altered dynamically). The heartbeat handler
+// reads them on every heartbeat, so a change applies from each member's
+// next heartbeat (a new standby count at the group's next assignment).
 func (b *Broker) streamsGroupSettings(group string) groups.StreamsGroupSettings {
 	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
 	var set map[string]string
-	if img := b.metadata(); img != nil {
+	img := b.metadata()
+	if img != nil {
 		set = img.GroupConfigs[group]
 	}
 	t := b.cfg.StreamsGroupTimeouts(set)
+	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
+	a := b.cfg.StreamsGroupAssignment(set, perBroker, clusterDefault)
 	return groups.StreamsGroupSettings{
 		SessionTimeout:           ms(t.SessionTimeoutMs),
 		HeartbeatInterval:        ms(t.HeartbeatIntervalMs),
@@ -64,6 +68,8 @@ func (b *Broker) streamsGroupSettings(group string) groups.StreamsGroupSettings 
 		AcceptableRecoveryLag:    10000,            // Kafka's internal group.streams.acceptable.recovery.lag
 		TaskOffsetInterval:       60 * time.Second, // Kafka's internal group.streams.task.offset.interval.ms
 		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
+		InitialRebalanceDelay:    ms(a.InitialRebalanceDelayMs),
+		AssignmentInterval:       ms(a.AssignmentIntervalMs),
 	}
 }
 

@@ -10,6 +10,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -33,6 +34,7 @@ type streamsMember struct {
 	active      []int32 // partitions of subtopology "0"
 	standby     []int32 // standby partitions of subtopology "0"
 	status      []int8
+	tags        map[string]string // client tags sent on a join
 }
 
 // toCoordinator sends a request to group's coordinator: franz-go does not
@@ -88,6 +90,9 @@ func (m *streamsMember) beat(ctx context.Context, cl *kgo.Client, group string) 
 		ep := kmsg.NewStreamsGroupHeartbeatRequestUserEndpoint()
 		ep.Host, ep.Port = "host-"+m.process, 8080
 		req.UserEndpoint = &ep
+		for _, k := range slices.Sorted(maps.Keys(m.tags)) {
+			req.ClientTags = append(req.ClientTags, kmsg.StreamsGroupHeartbeatRequestClientTag{Key: k, Value: m.tags[k]})
+		}
 	}
 	ids := kmsg.NewTaskIDs()
 	ids.SubtopologyID, ids.Partitions = "0", m.active
@@ -193,6 +198,10 @@ func streamsNode(t *testing.T) *sluicetest.Node {
 		"group.streams.session.timeout.ms=3000",
 		"group.streams.min.heartbeat.interval.ms=100",
 		"group.streams.heartbeat.interval.ms=200",
+		// Assign at once: the waits have tests of their own
+		// (streams_assignment_test.go).
+		"group.streams.initial.rebalance.delay.ms=0",
+		"group.streams.assignment.interval.ms=0",
 	)
 }
 
@@ -399,6 +408,10 @@ func TestStreamsGroupCoordinatorFailover(t *testing.T) {
 		"group.streams.session.timeout.ms=3000",
 		"group.streams.min.heartbeat.interval.ms=100",
 		"group.streams.heartbeat.interval.ms=200",
+		// Assign at once: the waits have tests of their own
+		// (streams_assignment_test.go).
+		"group.streams.initial.rebalance.delay.ms=0",
+		"group.streams.assignment.interval.ms=0",
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

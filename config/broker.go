@@ -168,6 +168,10 @@ type Broker struct {
 	StreamsGroupMaxSize              int32    // group.streams.max.size
 	StreamsGroupNumStandbyReplicas   int32    // group.streams.num.standby.replicas
 	StreamsGroupMaxStandbyReplicas   int32    // group.streams.max.standby.replicas
+	StreamsGroupInitialDelayMs       int32    // group.streams.initial.rebalance.delay.ms
+	StreamsGroupAssignmentIntervalMs int32    // group.streams.assignment.interval.ms (static value)
+	StreamsGroupMinAssignmentMs      int32    // group.streams.min.assignment.interval.ms
+	StreamsGroupMaxAssignmentMs      int32    // group.streams.max.assignment.interval.ms
 
 	// The share-partition defaults and the bounds of them and of the
 	// share.* group configs of the same name (Kafka's ShareGroupConfig).
@@ -367,6 +371,10 @@ var bindings = []binding{
 	fieldFor("group.streams.max.size", func(b *Broker) any { return &b.StreamsGroupMaxSize }),
 	fieldFor("group.streams.num.standby.replicas", func(b *Broker) any { return &b.StreamsGroupNumStandbyReplicas }),
 	fieldFor("group.streams.max.standby.replicas", func(b *Broker) any { return &b.StreamsGroupMaxStandbyReplicas }),
+	fieldFor("group.streams.initial.rebalance.delay.ms", func(b *Broker) any { return &b.StreamsGroupInitialDelayMs }),
+	fieldFor("group.streams.assignment.interval.ms", func(b *Broker) any { return &b.StreamsGroupAssignmentIntervalMs }),
+	fieldFor("group.streams.min.assignment.interval.ms", func(b *Broker) any { return &b.StreamsGroupMinAssignmentMs }),
+	fieldFor("group.streams.max.assignment.interval.ms", func(b *Broker) any { return &b.StreamsGroupMaxAssignmentMs }),
 	fieldFor("share.coordinator.state.topic.num.partitions", func(b *Broker) any { return &b.ShareCoordinatorStateTopicNumPartitions }),
 	fieldFor("share.coordinator.state.topic.replication.factor", func(b *Broker) any { return &b.ShareCoordinatorStateTopicReplicationFactor }),
 	fieldFor("share.coordinator.state.topic.min.isr", func(b *Broker) any { return &b.ShareCoordinatorStateTopicMinIsr }),
@@ -718,6 +726,9 @@ func (b *Broker) Validate() error {
 	}
 	if b.ShareGroupHeartbeatMs >= b.ShareGroupSessionTimeoutMs {
 		return invalid("group.share.heartbeat.interval.ms", "%d must be smaller than group.share.session.timeout.ms %d", b.ShareGroupHeartbeatMs, b.ShareGroupSessionTimeoutMs)
+	}
+	if err := b.validateStreamsGroupKeys(); err != nil { // group_streams.go
+		return err
 	}
 	if b.StreamsGroupHeartbeatMs >= b.StreamsGroupSessionTimeoutMs {
 		return invalid("group.streams.heartbeat.interval.ms", "%d must be smaller than group.streams.session.timeout.ms %d", b.StreamsGroupHeartbeatMs, b.StreamsGroupSessionTimeoutMs)

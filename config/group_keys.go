@@ -167,10 +167,10 @@ var groupKeyList = []GroupKey{
 		Doc: "The heartbeat interval given to streams group members.", check: groupAtLeast(1)},
 	{Name: "streams.num.standby.replicas", Type: TypeInt, Default: "0", BrokerSynonym: "group.streams.num.standby.replicas", Support: GroupEnforced,
 		Doc: "The number of standby replicas of each task.", check: groupAtLeast(0)},
-	{Name: "streams.initial.rebalance.delay.ms", Type: TypeInt, Default: "3000", BrokerSynonym: "group.streams.initial.rebalance.delay.ms", Support: GroupStreamsOnly,
-		Doc: "How long a new streams group waits for more members before its first assignment.", check: groupAtLeast(0)},
-	{Name: "streams.assignment.interval.ms", Type: TypeInt, Default: "1000", BrokerSynonym: "group.streams.assignment.interval.ms", Support: GroupStreamsOnly,
-		Doc: "The interval between assignment updates for a streams group.", check: groupAtLeast(0)},
+	{Name: "streams.initial.rebalance.delay.ms", Type: TypeInt, Default: "3000", BrokerSynonym: "group.streams.initial.rebalance.delay.ms", Support: GroupEnforced,
+		Doc: "How long the streams group, when a member joins it while it has none, waits for more members before its first assignment; its members get no tasks and the ASSIGNMENT_DELAYED status meanwhile.", check: groupAtLeast(0)},
+	{Name: "streams.assignment.interval.ms", Type: TypeInt, Default: "1000", BrokerSynonym: "group.streams.assignment.interval.ms", Support: GroupEnforced,
+		Doc: "The least time between two target assignments of the streams group. It must lie within group.streams.min.assignment.interval.ms and group.streams.max.assignment.interval.ms.", check: groupAtLeast(0)},
 	{Name: "streams.assignor.offload.enable", Type: TypeBoolean, Default: "true", BrokerSynonym: "group.streams.assignor.offload.enable", Internal: true, Support: GroupStreamsOnly,
 		Doc: "Whether streams group assignment runs on a background thread."},
 	{Name: "streams.task.offset.interval.ms", Type: TypeInt, Default: "60000", BrokerSynonym: "group.streams.task.offset.interval.ms", Internal: true, Support: GroupStreamsOnly,
@@ -406,6 +406,9 @@ func (b *Broker) ValidateGroup(configs, perBroker, clusterDefault map[string]str
 	}
 	if sst.SessionTimeoutMs <= sst.HeartbeatIntervalMs {
 		return groupErrorf("streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms")
+	}
+	if err := b.validateStreamsGroupConfigs(parsed); err != nil { // group_streams.go
+		return err
 	}
 	if err := b.validateSharePartitionKeys(parsed); err != nil {
 		return err

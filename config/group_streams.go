@@ -2,9 +2,10 @@ package config
 
 // The settings a streams group (KIP-1071) runs with: the broker's
 // group.streams.* values, overridden by the group's own
-// streams.session.timeout.ms, streams.heartbeat.interval.ms and
-// streams.num.standby.replicas group configs (validated within the
-// broker's bounds by ValidateGroup).
+// streams.session.timeout.ms, streams.heartbeat.interval.ms,
+// streams.num.standby.replicas, streams.initial.rebalance.delay.ms and
+// streams.assignment.interval.ms group configs (validated within the broker's bounds by ValidateGroup);
+// and the checks of the broker's streams assignment keys.
 
 import (
 	"fmt"
@@ -67,4 +68,67 @@ func (b *Broker) StreamsGroupStandbyReplicas(groupConfigs map[string]string) int
 		return int32(n)
 	}
 	return b.StreamsGroupNumStandbyReplicas
+}
+
+// validateStreamsGroupKeys checks the streams group assignment interval
+// against its bounds at start, as Kafka's GroupCoordinatorConfig does,
+// with Kafka's sentences.
+func (b *Broker) validateStreamsGroupKeys() error {
+	invalid := func(key, detail string) error {
+		return &KeyError{Key: key, Detail: detail, Kind: ErrInvalidValue}
+	}
+	switch {
+	case b.StreamsGroupMaxAssignmentMs < b.StreamsGroupMinAssignmentMs:
+		return invalid("group.streams.max.assignment.interval.ms", "must be greater than or equal to group.streams.min.assignment.interval.ms")
+	case b.StreamsGroupAssignmentIntervalMs < b.StreamsGroupMinAssignmentMs:
+		return invalid("group.streams.assignment.interval.ms", "must be greater than or equal to group.streams.min.assignment.interval.ms")
+	case b.StreamsGroupAssignmentIntervalMs > b.StreamsGroupMaxAssignmentMs:
+		return invalid("group.streams.assignment.interval.ms", "must be less than or equal to group.streams.max.assignment.interval.ms")
+	}
+	return nil
+}
+
+// validateStreamsGroupConfigs checks a group's
+// streams.assignment.interval.ms against the broker's bounds.
+func (b *Broker) validateStreamsGroupConfigs(parsed map[string]string) error {
+	s, set := parsed["streams.assignment.interval.ms"]
+	if !set {
+		return nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 32); err == nil && (n < int64(b.StreamsGroupMinAssignmentMs) || n > int64(b.StreamsGroupMaxAssignmentMs)) {
+		return groupErrorf("streams.assignment.interval.ms must be in the range %d to %d inclusive.", b.StreamsGroupMinAssignmentMs, b.StreamsGroupMaxAssignmentMs)
+	}
+	return nil
+}
+
+// StreamsGroupAssignment is when and how a streams group assigns its
+// tasks (groups/streams_delay.go, groups/streams_assign.go).
+type StreamsGroupAssignment struct {
+	InitialRebalanceDelayMs int32
+	AssignmentIntervalMs    int32
+}
+
+// StreamsGroupAssignment returns the assignment settings of a streams
+// group with configs groupConfigs: its streams.initial.rebalance.delay.ms,
+// and streams.assignment.interval.ms where set, else the broker's. The broker's assignment interval is its
+// dynamic value (per broker, else the cluster default, else the static
+// one) clamped to group.streams.min/max.assignment.interval.ms, as Kafka
+// clamps it.
+func (b *Broker) StreamsGroupAssignment(groupConfigs, perBroker, clusterDefault map[string]string) StreamsGroupAssignment {
+	a := StreamsGroupAssignment{
+		InitialRebalanceDelayMs: b.StreamsGroupInitialDelayMs,
+		AssignmentIntervalMs:    b.StreamsGroupAssignmentIntervalMs,
+	}
+	for _, m := range []map[string]string{clusterDefault, perBroker} {
+		if n, err := strconv.ParseInt(strings.TrimSpace(m["group.streams.assignment.interval.ms"]), 10, 32); err == nil && n >= 0 {
+			a.AssignmentIntervalMs = min(max(int32(n), b.StreamsGroupMinAssignmentMs), b.StreamsGroupMaxAssignmentMs)
+		}
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["streams.initial.rebalance.delay.ms"]), 10, 32); err == nil && n >= 0 {
+		a.InitialRebalanceDelayMs = int32(n)
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["streams.assignment.interval.ms"]), 10, 32); err == nil && n >= 0 {
+		a.AssignmentIntervalMs = int32(n)
+	}
+	return a
 }

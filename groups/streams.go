@@ -47,13 +47,14 @@ package groups
 // description of StreamsGroupTopologyDescriptionUpdate, and a pending
 // SHUTDOWN_APPLICATION request.
 //
-// Where sluice differs from Kafka 4.4: the first assignment of a new
-// group is not delayed (group.streams.initial.rebalance.delay.ms, and so
-// no ASSIGNMENT_DELAYED status), every epoch move computes its target at
-// once (no group.streams.assignment.interval.ms batching), no warm-up
-// tasks are assigned (Kafka's Streams client does not run them with this
-// protocol either) and standbys are not spread by rack tags; the keys of
-// those features take only their defaults.
+// The first assignment of a group that members join is delayed
+// (group.streams.initial.rebalance.delay.ms) and targets are computed at
+// most once per group.streams.assignment.interval.ms, with the
+// ASSIGNMENT_DELAYED status meanwhile (streams_delay.go). Where sluice
+// differs from Kafka 4.4: no warm-up tasks are assigned (Kafka's Streams
+// client does not run them with this protocol either) and standbys are not
+// spread by rack tags (group.streams.rack.aware.assignment.tags takes only
+// its default).
 
 import (
 	"context"
@@ -85,7 +86,13 @@ type StreamsGroupSettings struct {
 	NumStandbyReplicas    int           // group.streams.num.standby.replicas
 	MaxGroupSize          int           // group.streams.max.size; 0 is unlimited
 	AcceptableRecoveryLag int64         // told to members (Kafka's internal 10000)
-	TaskOffsetInterval    time.Duration // told to members (Kafka's internal 60 s)
+	// InitialRebalanceDelay holds back the first assignment of a group
+	// members join (group.streams.initial.rebalance.delay.ms).
+	InitialRebalanceDelay time.Duration
+	// AssignmentInterval is the least time between two target
+	// assignments (group.streams.assignment.interval.ms).
+	AssignmentInterval time.Duration
+	TaskOffsetInterval time.Duration // told to members (Kafka's internal 60 s)
 	// DefaultReplicationFactor is the replication factor of internal
 	// topics whose TopicInfo asks for none (default.replication.factor).
 	DefaultReplicationFactor int16
@@ -226,6 +233,10 @@ type streamsGroup struct {
 	// assignedStandbys is the standby count of the last target
 	// assignment, written with the group (LastAssignmentConfigs).
 	assignedStandbys int
+	// delayUntil is the end of a running initial rebalance delay, zero
+	// when none runs; assignedAt is when the last target was computed
+	// (streams_delay.go). Neither is persisted.
+	delayUntil, assignedAt time.Time
 	// loadedHash is the MetadataHash of a group restored by a load,
 	// until the first heartbeat configures the topology again: the
 	// same hash means the topics did not change meanwhile and the
@@ -438,6 +449,7 @@ func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHea
 			return streamsError(v, kerr.StreamsInvalidTopologyEpoch.Code, "Topology updates are not supported yet.")
 		}
 	}
+	wasEmpty := len(sg.members) == 0
 	m, code, msg := c.lookupStreamsMemberLocked(g, req, settings, now)
 	if code != 0 {
 		return streamsError(v, code, msg)
@@ -500,8 +512,12 @@ func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHea
 		sg.configured = cfg // statuses may change without a new assignment
 	}
 	if bump {
-		c.bumpStreamsGroupLocked(g, settings)
+		if wasEmpty {
+			sg.startInitialDelayLocked(settings, now) // streams_delay.go
+		}
+		c.bumpStreamsGroupLocked(g, settings, now)
 	}
+	delayed := c.maybeAssignStreamsLocked(g, settings, now)
 
 	before := m.assigned
 	var owned *streamsTasks
@@ -521,6 +537,9 @@ func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHea
 	resp.AcceptableRecoveryLagLegacy = int32(min(lag, 1<<31-1))
 	resp.TaskOffsetIntervalMillis = int32(settings.TaskOffsetInterval / time.Millisecond)
 	resp.Status = sg.statusFor(m)
+	if delayed != "" {
+		resp.Status = append(resp.Status, streamsStatus(streamsStatusAssignmentDelayed, delayed))
+	}
 	if req.MemberEpoch == 0 || !before.equal(m.assigned) || (owned != nil && !owned.equal(m.assigned)) {
 		resp.ActiveTasks = m.assigned.active.wire()
 		resp.StandbyTasks = m.assigned.standby.wire()
@@ -720,7 +739,7 @@ func (c *Coordinator) removeStreamsMemberLocked(g *group, m *streamsMember, sett
 	}
 	sg.endpointEpoch++
 	if len(sg.members) > 0 {
-		c.bumpStreamsGroupLocked(g, settings)
+		c.bumpStreamsGroupLocked(g, settings, c.cfg.Now())
 	}
 }
 
@@ -732,7 +751,7 @@ func (sg *streamsGroup) dueLocked(now time.Time) bool {
 			return true
 		}
 	}
-	return false
+	return sg.assignmentDueLocked(now)
 }
 
 // tickStreams expires members whose session ended and fences those that
@@ -753,34 +772,12 @@ func (c *Coordinator) tickStreams(g *group, now time.Time) {
 			c.removeStreamsMemberLocked(g, m, sg.settings)
 		}
 	}
+	if len(sg.members) > 0 {
+		c.maybeAssignStreamsLocked(g, sg.settings, now) // streams_delay.go
+	}
 	g.syncStreamsStateLocked(now)
 	g.mu.Unlock()
 	if err := c.persistStreams(context.Background(), g); err != nil {
 		c.cfg.Logger.Warn("cannot persist streams group", "group", g.name, "err", err)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func joinNames(names []string) string {
-	s := slices.Clone(names)
-	slices.Sort(s)
-	out := ""
-	for i, n := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }

@@ -24,13 +24,22 @@ import (
 	"time"
 )
 
-// bumpStreamsGroupLocked moves the group epoch, configures the topology
-// against the topics that exist now and computes the target assignment of
-// the new epoch (empty while the topology cannot be assigned).
-func (c *Coordinator) bumpStreamsGroupLocked(g *group, settings StreamsGroupSettings) {
+// bumpStreamsGroupLocked moves the group epoch and configures the
+// topology against the topics that exist now; the target assignment of
+// the new epoch follows at once unless the initial rebalance delay or the
+// assignment interval holds it back (streams_delay.go).
+func (c *Coordinator) bumpStreamsGroupLocked(g *group, settings StreamsGroupSettings, now time.Time) {
 	sg := g.streams
 	sg.configured = configure(sg.topology, c.topicsByName())
 	sg.epoch++
+	c.maybeAssignStreamsLocked(g, settings, now)
+}
+
+// assignStreamsLocked computes the target assignment of the group epoch
+// (empty while the topology cannot be assigned).
+func (c *Coordinator) assignStreamsLocked(g *group, settings StreamsGroupSettings, now time.Time) {
+	sg := g.streams
+	sg.configured = configure(sg.topology, c.topicsByName()) // the topics as they are now, after a delay
 	var members []streamsAssignMember
 	for _, id := range sortedKeys(sg.members) {
 		m := sg.members[id]
@@ -40,10 +49,10 @@ func (c *Coordinator) bumpStreamsGroupLocked(g *group, settings StreamsGroupSett
 	if tasks == nil {
 		tasks = map[string]int32{}
 	}
-	target := assignStreamsTasks(members, tasks, settings.NumStandbyReplicas)
-	sg.target = target
+	sg.target = assignStreamsTasks(members, tasks, settings.NumStandbyReplicas)
 	sg.assignedStandbys = settings.NumStandbyReplicas
 	sg.assignmentEpoch = sg.epoch
+	sg.assignedAt = now
 }
 
 // reconcileStreamsMemberLocked moves m towards its target. owned is what
@@ -66,9 +75,10 @@ func (c *Coordinator) reconcileStreamsMemberLocked(g *group, m *streamsMember, o
 		}
 		return false
 	}
+	targetEpoch, target := sg.targetOf(m.id)
 	switch m.state {
 	case memberStable:
-		if m.epoch == sg.assignmentEpoch {
+		if m.epoch == targetEpoch {
 			return
 		}
 	case memberUnrevokedPartitions:
@@ -112,7 +122,6 @@ func (c *Coordinator) reconcileStreamsMemberLocked(g *group, m *streamsMember, o
 		return activeProcess[t] == m.processID && activeOwner[t] != "" || processHolds[t][m.processID]
 	}
 
-	target := sg.target[m.id]
 	var keep, revoke, add streamsTasks
 	unreleased := false
 	diff := func(current, want taskSet, keep, revoke, add *taskSet, isUnreleased func(taskID) bool) {
@@ -158,8 +167,8 @@ func (c *Coordinator) reconcileStreamsMemberLocked(g *group, m *streamsMember, o
 			}
 		}
 		m.assigned, m.pending = keep, streamsTasks{}
-		if m.epoch != sg.assignmentEpoch {
-			m.previousEpoch, m.epoch = m.epoch, sg.assignmentEpoch
+		if m.epoch != targetEpoch {
+			m.previousEpoch, m.epoch = m.epoch, targetEpoch
 		}
 		m.state = memberStable
 		if unreleased {
@@ -184,7 +193,7 @@ func (c *Coordinator) refreshStreamsGroup(ctx context.Context, g *group) {
 	switch {
 	case sg.configured == nil && sg.adoptLoadedConfiguration(cfg):
 	case !cfg.sameAssignment(sg.configured):
-		c.bumpStreamsGroupLocked(g, sg.settings)
+		c.bumpStreamsGroupLocked(g, sg.settings, c.cfg.Now())
 	default:
 		sg.configured = cfg
 	}

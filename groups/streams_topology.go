@@ -406,3 +406,28 @@ func (sg *streamsGroup) partitionsByEndpoint() []kmsg.StreamsGroupHeartbeatRespo
 	}
 	return out
 }
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func joinNames(names []string) string {
+	s := slices.Clone(names)
+	slices.Sort(s)
+	out := ""
+	for i, n := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
