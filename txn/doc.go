@@ -99,7 +99,17 @@
 // allowed and only bumps the epoch. Timeouts and InitProducerId fences
 // abort as in version 0 (one bump), as Kafka 4.4's coordinator also does.
 //
-// Not implemented: KIP-939's two-phase commit (InitProducerId v6,
-// keepPreparedTxn, transaction.two.phase.commit.enable), which kmsg does
-// not know either.
+// # Two-phase commit (KIP-939)
+//
+// As far as Kafka 4.4 builds it (InitProducerIdWith, InitOptions): with
+// transaction.two.phase.commit.enable (Config.TwoPhaseCommit) a producer
+// that asks for Enable2Pc gets timeout TwoPhaseTimeoutMs (2147483647)
+// whatever it asked, written to __transaction_state, and AbortTimedOut
+// never aborts such a transaction, here or on the coordinator that loads
+// it after a failover: an external coordinator decides when it ends.
+// Without the key Enable2Pc is TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// KeepPreparedTxn (keep the ongoing transaction across a producer's
+// restart) is UNSUPPORTED_VERSION, as Kafka 4.4's coordinator answers it:
+// a re-initialization aborts an ongoing 2PC transaction like any other.
+// The v6 wire format is the broker's (broker/22_init_producer_id.go).
 package txn
