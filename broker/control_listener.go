@@ -122,6 +122,7 @@ func (b *Broker) serveControllerChannel(ctx context.Context) {
 	// On an SSL controller listener the channel's connections run their
 	// TLS handshake here, client certificate required.
 	b.ctrlSec.secureChannel(srv)
+	b.metrics.controlListener(r, srv, b.cfg.ControllerListenerNames()[0]) // metrics_requests.go
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()

@@ -154,6 +154,29 @@ const followerFetchSlot = 128
 type requestMetrics struct {
 	byKey [followerFetchSlot + 1]atomic.Pointer[requestStats]
 	mu    sync.Mutex // serializes creating a slot's stats
+	// ctrl is the controller channel's server once it serves
+	// (controlListener), for its connection figures.
+	ctrl atomic.Pointer[namedServer]
+}
+
+// namedServer is a protocol.Server and its listener's name.
+type namedServer struct {
+	name string
+	srv  *protocol.Server
+}
+
+// controlListener measures the controller channel's requests and
+// connections as the Kafka listeners' are: its router counts and
+// observes them, and its server's connections are scraped under the
+// controller listener's name (controller.listener.names), as Kafka's
+// controller listener has its own socket-server-metrics.
+func (m *brokerMetrics) controlListener(r *protocol.Router, srv *protocol.Server, name string) {
+	if m == nil {
+		return
+	}
+	r.Hook = m.countRequest
+	r.Observe = m.observe
+	m.reqs.ctrl.Store(&namedServer{name: name, srv: srv})
 }
 
 // requestName is Kafka's name of a request (ApiKeys' name), which its
@@ -456,15 +479,19 @@ func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
 	if !c.m.serving.Load() {
 		return // b.listeners is being built
 	}
-	for _, l := range c.b.listeners {
-		if l.server == nil {
-			continue
-		}
-		name := l.cfg.Name
-		opened, closed := l.server.ConnectionTotals()
-		ch <- prometheus.MustNewConstMetric(descConnCount, prometheus.GaugeValue, float64(l.server.NumConnections()), name)
+	conns := func(name string, srv *protocol.Server) {
+		opened, closed := srv.ConnectionTotals()
+		ch <- prometheus.MustNewConstMetric(descConnCount, prometheus.GaugeValue, float64(srv.NumConnections()), name)
 		ch <- prometheus.MustNewConstMetric(descConnCreated, prometheus.CounterValue, float64(opened), name)
 		ch <- prometheus.MustNewConstMetric(descConnClosed, prometheus.CounterValue, float64(closed), name)
+	}
+	for _, l := range c.b.listeners {
+		if l.server != nil {
+			conns(l.cfg.Name, l.server)
+		}
+	}
+	if ns := c.m.reqs.ctrl.Load(); ns != nil {
+		conns(ns.name, ns.srv)
 	}
 	if len(c.b.listeners) > 0 && c.b.listeners[0].server != nil {
 		ch <- prometheus.MustNewConstMetric(descMemoryUsed, prometheus.GaugeValue, float64(c.b.listeners[0].server.RequestMemoryInUse()))

@@ -165,7 +165,8 @@ func TestMetricsRequestFamilies(t *testing.T) {
 // TestMetricsReplicationBytes: on a topic replicated to two nodes, the
 // leader counts the bytes its follower fetched as replication bytes out
 // (not bytes out), and the follower the bytes it appended as replication
-// bytes in; followers' fetches are FetchFollower requests.
+// bytes in; followers' fetches are FetchFollower requests; the controller
+// channel's requests (BrokerHeartbeat) and connections are counted.
 func TestMetricsReplicationBytes(t *testing.T) {
 	c := sluicetest.StartCluster(t, 2, "metrics.listener=127.0.0.1:0")
 	adm := c.Admin()
@@ -187,7 +188,7 @@ func TestMetricsReplicationBytes(t *testing.T) {
 	produced := float64(h.bytes)
 	h.mu.Unlock()
 	sluicetest.WaitFor(t, 15*time.Second, func() error {
-		var out, in, followerFetches float64
+		var out, in, followerFetches, heartbeats, ctrlConns float64
 		for id := 1; id <= 2; id++ {
 			m, err := scrape(c.Node(id).Broker.MetricsAddr())
 			if err != nil {
@@ -196,12 +197,18 @@ func TestMetricsReplicationBytes(t *testing.T) {
 			out += m["kafka_server_brokertopicmetrics_replicationbytesout_total"]
 			in += m["kafka_server_brokertopicmetrics_replicationbytesin_total"]
 			followerFetches += m[`kafka_network_requestmetrics_totaltimems_count{request="FetchFollower"}`]
+			heartbeats += m[`kafka_network_requestmetrics_totaltimems_count{request="BrokerHeartbeat"}`]
+			ctrlConns += m[`kafka_server_socket_server_metrics_connection_creation_total{listener="CONTROLLER"}`]
 			if v := m[`kafka_server_brokertopicmetrics_bytesout_total{topic="repl"}`]; v != 0 {
 				return fmt.Errorf("node %d: bytesout of repl is %v with no consumer", id, v)
 			}
 		}
 		if out < produced || in < produced || followerFetches < 1 {
 			return fmt.Errorf("replication bytes out %v, in %v, FetchFollower requests %v; produced %v batch bytes", out, in, followerFetches, produced)
+		}
+		// The controller channel's requests and connections count too.
+		if heartbeats < 1 || ctrlConns < 1 {
+			return fmt.Errorf("BrokerHeartbeat requests %v, CONTROLLER connections opened %v", heartbeats, ctrlConns)
 		}
 		return nil
 	})
