@@ -42,7 +42,7 @@ func sumOver(scrapes map[int]map[string]float64, series string) float64 {
 // log families follow what a client produced on every replica, a
 // follower cut from its leader counts an ISR shrink on the leader and an
 // expand when it returns, a stopped leader counts elections on the
-// active controller, and a group that committed part of a topic shows the
+// active controller and leaves its single-replica topic offline, and a group that committed part of a topic shows the
 // rest as lag on its coordinator.
 func TestMetricsStateCluster(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3, "metrics.listener=127.0.0.1:0")
@@ -159,6 +159,9 @@ func TestMetricsStateCluster(t *testing.T) {
 	// (clean: it is in the ISR).
 	elections := "kafka_controller_controllerstats_leaderelectionrateandtimems_count"
 	unclean := "kafka_controller_controllerstats_uncleanleaderelectionspersec_total"
+	// A topic with its one replica on the leader goes offline with it.
+	createAssigned(t, all, "alone", []int32{leader}, nil)
+	waitState(t, all, "alone", "a leader", func(st partitionState) bool { return st.leader == leader })
 	others := otherThan(3, int(leader))
 	prev, err := scrapeAll(c, others...)
 	if err != nil {
@@ -180,8 +183,30 @@ func TestMetricsStateCluster(t *testing.T) {
 		t.Logf("node %d stopped: %s over nodes %v %v → %v", leader, elections, others, sumOver(prev, elections), sumOver(now, elections))
 		return nil
 	})
+	offline := "kafka_controller_kafkacontroller_offlinepartitionscount"
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		now, err := scrapeAll(c, others...)
+		if err != nil {
+			return err
+		}
+		if v := sumOver(now, offline); v != 1 {
+			return fmt.Errorf("%s summed over nodes %v: %v, want 1 (topic alone)", offline, others, v)
+		}
+		return nil
+	})
 	c.Restart(int(leader))
 	c.WaitForBrokers(3)
+	sluicetest.WaitFor(t, 20*time.Second, func() error {
+		now, err := scrapeAll(c, 1, 2, 3)
+		if err != nil {
+			return err
+		}
+		if v := sumOver(now, offline); v != 0 {
+			return fmt.Errorf("%s summed over the nodes: %v after node %d returned", offline, v, leader)
+		}
+		return nil
+	})
+	t.Logf("node %d stopped: %s 1 (topic alone), 0 once it returned", leader, offline)
 
 	// A group reads 30 of 50 records of a three-partition topic and
 	// commits them: its lag is 20 on the coordinator, its committed
