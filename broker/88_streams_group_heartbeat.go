@@ -10,7 +10,9 @@ package broker
 // concern it (MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS,
 // INCORRECTLY_PARTITIONED_TOPICS, STALE_TOPOLOGY, SHUTDOWN_APPLICATION,
 // ASSIGNMENT_DELAYED while group.streams.initial.rebalance.delay.ms or
-// group.streams.assignment.interval.ms holds the assignment back)
+// group.streams.assignment.interval.ms holds the assignment back, and from
+// v1 MISSING_CLIENT_TAGS for a member without the client tags
+// group.streams.rack.aware.assignment.tags names)
 // and the group's partitions by endpoint for interactive queries. v1 adds
 // AcceptableRecoveryLag (int64) and TopologyDescriptionRequired, which
 // sluice never sets (it stores no topology description unless a member

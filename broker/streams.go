@@ -45,11 +45,12 @@ func (b *Broker) registerStreamsHandlers(r quotaRouter) {
 
 // streamsGroupSettings returns the settings a streams group runs with
 // now: its streams.* group configs where set (session timeout, heartbeat
-// interval, standby replicas, initial rebalance delay, assignment
-// interval), else the broker's group.streams.* values
+// interval, standby replicas, initial rebalance delay, assignment interval,
+// rack-aware assignment tags), else the broker's group.streams.* values
 // (the assignment interval as altered dynamically). The heartbeat handler
 // reads them on every heartbeat, so a change applies from each member's
-// next heartbeat (a new standby count at the group's next assignment).
+// next heartbeat (a new standby count or tag list at the group's next
+// assignment).
 func (b *Broker) streamsGroupSettings(group string) groups.StreamsGroupSettings {
 	ms := func(v int32) time.Duration { return time.Duration(v) * time.Millisecond }
 	var set map[string]string
@@ -70,6 +71,7 @@ func (b *Broker) streamsGroupSettings(group string) groups.StreamsGroupSettings 
 		DefaultReplicationFactor: b.cfg.DefaultReplicationFactor,
 		InitialRebalanceDelay:    ms(a.InitialRebalanceDelayMs),
 		AssignmentInterval:       ms(a.AssignmentIntervalMs),
+		RackAwareTags:            a.RackAwareTags,
 	}
 }
 

@@ -3,7 +3,7 @@ package broker_test
 // Tests of when and how a streams group assigns its tasks, as a Streams
 // client sees it in its StreamsGroupHeartbeat answers: the initial
 // rebalance delay, the assignment interval (broker keys and group
-// configs).
+// configs) and the spreading of standbys over client tags.
 
 import (
 	"context"
@@ -147,4 +147,57 @@ func TestStreamsGroupAssignmentInterval(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// streamsMissingClientTags is MISSING_CLIENT_TAGS (heartbeat v1 on).
+const streamsMissingClientTags = 6
+
+// TestStreamsGroupRackAwareStandbys: with
+// group.streams.rack.aware.assignment.tags=zone and one standby per task,
+// four processes in two zones each run one task, and every task's standby
+// is in the other zone than the task. A member that sends no zone tag is
+// told MISSING_CLIENT_TAGS.
+func TestStreamsGroupRackAwareStandbys(t *testing.T) {
+	n := streamsAssignmentNode(t, "group.streams.initial.rebalance.delay.ms=0", "group.streams.assignment.interval.ms=0",
+		"group.streams.rack.aware.assignment.tags=zone", "group.streams.num.standby.replicas=1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := n.Client()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	const group = "rack-app"
+	zone := map[string]string{"p1": "a", "p2": "a", "p3": "b", "p4": "b"}
+	var members []*streamsMember
+	for _, p := range []string{"p1", "p2", "p3", "p4"} {
+		members = append(members, &streamsMember{id: "m-" + p, process: p, source: "in", changelog: group + "-store-changelog",
+			tags: map[string]string{"zone": zone[p]}})
+	}
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		activeZone, standbyZone := map[int32]string{}, map[int32]string{}
+		for _, m := range members {
+			m.beatOK(ctx, t, cl, group)
+			if slices.Contains(m.status, streamsMissingClientTags) {
+				t.Fatalf("%s sent its zone and got MISSING_CLIENT_TAGS", m.id)
+			}
+			for _, p := range m.active {
+				activeZone[p] = zone[m.process]
+			}
+			for _, p := range m.standby {
+				standbyZone[p] = zone[m.process]
+			}
+		}
+		for p := int32(0); p < 4; p++ {
+			if activeZone[p] == "" || standbyZone[p] == "" || activeZone[p] == standbyZone[p] {
+				return fmt.Errorf("task %d: active in zone %q, standby in zone %q", p, activeZone[p], standbyZone[p])
+			}
+		}
+		return nil
+	})
+
+	untagged := &streamsMember{id: "m-p5", process: "p5", source: "in", changelog: group + "-store-changelog"}
+	untagged.beatOK(ctx, t, cl, group)
+	if !slices.Contains(untagged.status, streamsMissingClientTags) {
+		t.Fatalf("a member without a zone tag: statuses %v, want MISSING_CLIENT_TAGS", untagged.status)
+	}
 }

@@ -172,6 +172,7 @@ type Broker struct {
 	StreamsGroupAssignmentIntervalMs int32    // group.streams.assignment.interval.ms (static value)
 	StreamsGroupMinAssignmentMs      int32    // group.streams.min.assignment.interval.ms
 	StreamsGroupMaxAssignmentMs      int32    // group.streams.max.assignment.interval.ms
+	StreamsGroupRackAwareTags        []string // group.streams.rack.aware.assignment.tags
 
 	// The share-partition defaults and the bounds of them and of the
 	// share.* group configs of the same name (Kafka's ShareGroupConfig).
@@ -375,6 +376,7 @@ var bindings = []binding{
 	fieldFor("group.streams.assignment.interval.ms", func(b *Broker) any { return &b.StreamsGroupAssignmentIntervalMs }),
 	fieldFor("group.streams.min.assignment.interval.ms", func(b *Broker) any { return &b.StreamsGroupMinAssignmentMs }),
 	fieldFor("group.streams.max.assignment.interval.ms", func(b *Broker) any { return &b.StreamsGroupMaxAssignmentMs }),
+	fieldFor("group.streams.rack.aware.assignment.tags", func(b *Broker) any { return &b.StreamsGroupRackAwareTags }),
 	fieldFor("share.coordinator.state.topic.num.partitions", func(b *Broker) any { return &b.ShareCoordinatorStateTopicNumPartitions }),
 	fieldFor("share.coordinator.state.topic.replication.factor", func(b *Broker) any { return &b.ShareCoordinatorStateTopicReplicationFactor }),
 	fieldFor("share.coordinator.state.topic.min.isr", func(b *Broker) any { return &b.ShareCoordinatorStateTopicMinIsr }),

@@ -3,8 +3,9 @@ package config
 // The settings a streams group (KIP-1071) runs with: the broker's
 // group.streams.* values, overridden by the group's own
 // streams.session.timeout.ms, streams.heartbeat.interval.ms,
-// streams.num.standby.replicas, streams.initial.rebalance.delay.ms and
-// streams.assignment.interval.ms group configs (validated within the broker's bounds by ValidateGroup);
+// streams.num.standby.replicas, streams.initial.rebalance.delay.ms,
+// streams.assignment.interval.ms and streams.rack.aware.assignment.tags
+// group configs (validated within the broker's bounds by ValidateGroup);
 // and the checks of the broker's streams assignment keys.
 
 import (
@@ -106,11 +107,13 @@ func (b *Broker) validateStreamsGroupConfigs(parsed map[string]string) error {
 type StreamsGroupAssignment struct {
 	InitialRebalanceDelayMs int32
 	AssignmentIntervalMs    int32
+	RackAwareTags           []string
 }
 
 // StreamsGroupAssignment returns the assignment settings of a streams
 // group with configs groupConfigs: its streams.initial.rebalance.delay.ms,
-// and streams.assignment.interval.ms where set, else the broker's. The broker's assignment interval is its
+// streams.assignment.interval.ms and streams.rack.aware.assignment.tags
+// where set, else the broker's. The broker's assignment interval is its
 // dynamic value (per broker, else the cluster default, else the static
 // one) clamped to group.streams.min/max.assignment.interval.ms, as Kafka
 // clamps it.
@@ -118,6 +121,7 @@ func (b *Broker) StreamsGroupAssignment(groupConfigs, perBroker, clusterDefault 
 	a := StreamsGroupAssignment{
 		InitialRebalanceDelayMs: b.StreamsGroupInitialDelayMs,
 		AssignmentIntervalMs:    b.StreamsGroupAssignmentIntervalMs,
+		RackAwareTags:           b.StreamsGroupRackAwareTags,
 	}
 	for _, m := range []map[string]string{clusterDefault, perBroker} {
 		if n, err := strconv.ParseInt(strings.TrimSpace(m["group.streams.assignment.interval.ms"]), 10, 32); err == nil && n >= 0 {
@@ -129,6 +133,14 @@ func (b *Broker) StreamsGroupAssignment(groupConfigs, perBroker, clusterDefault 
 	}
 	if n, err := strconv.ParseInt(strings.TrimSpace(groupConfigs["streams.assignment.interval.ms"]), 10, 32); err == nil && n >= 0 {
 		a.AssignmentIntervalMs = int32(n)
+	}
+	if tags, ok := groupConfigs["streams.rack.aware.assignment.tags"]; ok {
+		a.RackAwareTags = nil
+		for _, t := range strings.Split(tags, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				a.RackAwareTags = append(a.RackAwareTags, t)
+			}
+		}
 	}
 	return a
 }

@@ -10,7 +10,7 @@ import (
 // of streams group assignment as a node does at start: Kafka's names of
 // the sticky assignor are accepted, anything else is refused with a
 // message saying why; the assignment interval lies within its bounds
-// (Kafka's GroupCoordinatorConfig sentences).
+// (Kafka's GroupCoordinatorConfig sentences); no tag is listed twice.
 func TestStreamsGroupBrokerKeys(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -37,6 +37,8 @@ func TestStreamsGroupBrokerKeys(t *testing.T) {
 			"config: group.streams.assignment.interval.ms: -1 is out of range: must be at least 0 (in --override)"},
 		{"negative delay", []string{"group.streams.initial.rebalance.delay.ms=-1"},
 			"config: group.streams.initial.rebalance.delay.ms: -1 is out of range: must be at least 0 (in --override)"},
+		{"rack tags", []string{"group.streams.rack.aware.assignment.tags=zone,cluster"}, ""},
+		{"rack tag twice", []string{"group.streams.rack.aware.assignment.tags=zone,zone"}, "config: group.streams.rack.aware.assignment.tags: zone is listed twice (in --override)"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,12 +66,12 @@ func TestStreamsGroupBrokerKeys(t *testing.T) {
 // the broker's, and a dynamic group.streams.assignment.interval.ms is
 // clamped to its bounds, as Kafka clamps it.
 func TestStreamsGroupAssignmentSettings(t *testing.T) {
-	b, err := Load("", []string{"log.dirs=" + t.TempDir(), "group.streams.max.assignment.interval.ms=5000"})
+	b, err := Load("", []string{"log.dirs=" + t.TempDir(), "group.streams.rack.aware.assignment.tags=zone", "group.streams.max.assignment.interval.ms=5000"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := b.StreamsGroupAssignment(nil, nil, nil)
-	if a.InitialRebalanceDelayMs != 3000 || a.AssignmentIntervalMs != 1000 {
+	if a.InitialRebalanceDelayMs != 3000 || a.AssignmentIntervalMs != 1000 || len(a.RackAwareTags) != 1 || a.RackAwareTags[0] != "zone" {
 		t.Fatalf("broker values: %+v", a)
 	}
 	if a := b.StreamsGroupAssignment(nil, nil, map[string]string{"group.streams.assignment.interval.ms": "600000"}); a.AssignmentIntervalMs != 5000 {
@@ -78,8 +80,8 @@ func TestStreamsGroupAssignmentSettings(t *testing.T) {
 	if a := b.StreamsGroupAssignment(nil, map[string]string{"group.streams.assignment.interval.ms": "200"}, map[string]string{"group.streams.assignment.interval.ms": "600000"}); a.AssignmentIntervalMs != 200 {
 		t.Fatalf("per-broker value: %d, want 200", a.AssignmentIntervalMs)
 	}
-	group := map[string]string{"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
-	if a := b.StreamsGroupAssignment(group, nil, nil); a.InitialRebalanceDelayMs != 0 || a.AssignmentIntervalMs != 0 {
+	group := map[string]string{"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0", "streams.rack.aware.assignment.tags": "zone, cluster"}
+	if a := b.StreamsGroupAssignment(group, nil, nil); a.InitialRebalanceDelayMs != 0 || a.AssignmentIntervalMs != 0 || len(a.RackAwareTags) != 2 || a.RackAwareTags[1] != "cluster" {
 		t.Fatalf("group values: %+v", a)
 	}
 }

@@ -171,7 +171,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("errors.deadletterqueue.auto.create.topics.enable", TypeBoolean, v("false"), cw, "Whether the broker creates a share group's missing dead-letter queue topic (KIP-1191).").later(20, "creating a share group's missing dead-letter queue topic (KIP-1191)"),
 	bk("errors.deadletterqueue.topic.name.prefix", TypeString, v("dlq."), cw, "The required prefix of share groups' dead-letter queue topic names (KIP-1191); \"\" allows any name."),
 	// Streams groups (KIP-1071): issue 20.
-	bk("group.streams.rack.aware.assignment.tags", TypeList, v(""), ro, "Streams group (KIP-1071) setting.").later(20, "streams groups (KIP-1071)"),
 	bk("group.streams.topology.description.plugin.class", TypeClass, nil, ro, "Plugin class (KIP-1331) to which the coordinator hands the topology descriptions of streams groups, asking members for them (TopologyDescriptionRequired) and serving them in StreamsGroupDescribe v1. Without one, as here, no member is asked; sluice keeps a description a member sends anyway in the coordinator's memory.").later(0, whyJavaPlugin),
 	// Batched consumer group assignment (Kafka 4.4).
 	bk("group.consumer.assignment.interval.ms", TypeInt, v("1000"), cw, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),

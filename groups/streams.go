@@ -52,9 +52,7 @@ package groups
 // most once per group.streams.assignment.interval.ms, with the
 // ASSIGNMENT_DELAYED status meanwhile (streams_delay.go). Where sluice
 // differs from Kafka 4.4: no warm-up tasks are assigned (Kafka's Streams
-// client does not run them with this protocol either) and standbys are not
-// spread by rack tags (group.streams.rack.aware.assignment.tags takes only
-// its default).
+// client does not run them with this protocol either).
 
 import (
 	"context"
@@ -92,6 +90,9 @@ type StreamsGroupSettings struct {
 	// AssignmentInterval is the least time between two target
 	// assignments (group.streams.assignment.interval.ms).
 	AssignmentInterval time.Duration
+	// RackAwareTags are the client tag keys over which standbys are
+	// spread (group.streams.rack.aware.assignment.tags).
+	RackAwareTags      []string
 	TaskOffsetInterval time.Duration // told to members (Kafka's internal 60 s)
 	// DefaultReplicationFactor is the replication factor of internal
 	// topics whose TopicInfo asks for none (default.replication.factor).
@@ -539,6 +540,9 @@ func (c *Coordinator) streamsHeartbeatLocked(g *group, req *kmsg.StreamsGroupHea
 	resp.Status = sg.statusFor(m)
 	if delayed != "" {
 		resp.Status = append(resp.Status, streamsStatus(streamsStatusAssignmentDelayed, delayed))
+	}
+	if missing := missingClientTags(m, settings.RackAwareTags); missing != "" && v >= 1 {
+		resp.Status = append(resp.Status, streamsStatus(streamsStatusMissingClientTags, fmt.Sprintf("The member lacks the client tags %s the rack-aware standby assignment (group.streams.rack.aware.assignment.tags) spreads tasks over; set them with client.tag.<key> in the Streams configuration.", missing)))
 	}
 	if req.MemberEpoch == 0 || !before.equal(m.assigned) || (owned != nil && !owned.equal(m.assigned)) {
 		resp.ActiveTasks = m.assigned.active.wire()

@@ -13,7 +13,15 @@ package groups
 //     process that holds no other copy of the task (active or standby),
 //     preferring its previous standby holder, then the least-loaded
 //     member. With too few processes a task gets fewer standbys, as in
-//     Kafka.
+//     Kafka;
+//   - with rack-aware assignment tags (group.streams.rack.aware.assignment.tags,
+//     Kafka Streams' client-tag-aware standby assignment), a standby goes
+//     first to a process whose client tag values differ from those of
+//     every process already holding the task, for as many of the tag keys
+//     as possible: with tags zone and cluster, a task active in zone a
+//     gets its standby in zone b if a process there can take it. Only
+//     then do the previous holder and the load decide. Processes that
+//     lack a tag count as one more value of it.
 //
 // Warm-up tasks (Kafka's internal num.warmup.replicas, for moving an
 // active task to a process that must first catch up) are not assigned:
@@ -27,9 +35,10 @@ import (
 
 // streamsAssignMember is one member as the assignor sees it.
 type streamsAssignMember struct {
-	id        string
-	processID string
-	previous  streamsTasks // the member's previous target
+	id         string
+	processID  string
+	clientTags map[string]string // StreamsGroupHeartbeat's ClientTags
+	previous   streamsTasks      // the member's previous target
 }
 
 type taskID struct {
@@ -48,8 +57,10 @@ func allTasks(tasks map[string]int32) []taskID {
 }
 
 // assignStreamsTasks computes the target assignment of members (sorted by
-// id) over tasks (subtopology id → number of tasks).
-func assignStreamsTasks(members []streamsAssignMember, tasks map[string]int32, numStandby int) map[string]streamsTasks {
+// id) over tasks (subtopology id → number of tasks), with numStandby
+// standbys of each task spread over the values of the client tags named by
+// rackTags.
+func assignStreamsTasks(members []streamsAssignMember, tasks map[string]int32, numStandby int, rackTags []string) map[string]streamsTasks {
 	out := make(map[string]streamsTasks, len(members))
 	if len(members) == 0 {
 		return out
@@ -161,6 +172,28 @@ func assignStreamsTasks(members []streamsAssignMember, tasks map[string]int32, n
 		}
 		for _, t := range all {
 			holders := map[string]bool{byID[owner[t]].processID: true}
+			// The tag values the task's copies already sit on.
+			used := make(map[string]map[string]bool, len(rackTags))
+			useTags := func(m streamsAssignMember) {
+				for _, key := range rackTags {
+					if used[key] == nil {
+						used[key] = make(map[string]bool)
+					}
+					used[key][m.clientTags[key]] = true
+				}
+			}
+			useTags(byID[owner[t]])
+			// spread counts the tag keys on which m would add a value
+			// the task's copies do not have yet.
+			spread := func(m streamsAssignMember) int {
+				n := 0
+				for _, key := range rackTags {
+					if !used[key][m.clientTags[key]] {
+						n++
+					}
+				}
+				return n
+			}
 			for k := 0; k < numStandby; k++ {
 				best := ""
 				for _, m := range members {
@@ -171,8 +204,13 @@ func assignStreamsTasks(members []streamsAssignMember, tasks map[string]int32, n
 						best = m.id
 						continue
 					}
+					spreadM, spreadB := spread(m), spread(byID[best])
 					prevM, prevB := prevStandbyMember[t][m.id], prevStandbyMember[t][best]
 					switch {
+					case spreadM != spreadB:
+						if spreadM > spreadB {
+							best = m.id
+						}
 					case prevM && !prevB:
 						best = m.id
 					case prevM == prevB && standby[m.id].size() < standby[best].size():
@@ -183,6 +221,7 @@ func assignStreamsTasks(members []streamsAssignMember, tasks map[string]int32, n
 					break // fewer processes than copies
 				}
 				holders[byID[best].processID] = true
+				useTags(byID[best])
 				standby[best].add(t.sub, t.p)
 			}
 		}
@@ -191,4 +230,21 @@ func assignStreamsTasks(members []streamsAssignMember, tasks map[string]int32, n
 		out[m.id] = streamsTasks{active: *active[m.id], standby: *standby[m.id]}
 	}
 	return out
+}
+
+// missingClientTags lists, as Java prints a list ("[zone, cluster]"), the
+// rack-aware assignment tags that member m did not send as client tags
+// (Kafka 4.4's MISSING_CLIENT_TAGS status, heartbeat version 1 on); ""
+// when it sent them all.
+func missingClientTags(m *streamsMember, rackTags []string) string {
+	var missing []string
+	for _, key := range rackTags {
+		if _, ok := m.clientTags[key]; !ok {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(missing, ", ") + "]"
 }

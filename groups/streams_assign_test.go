@@ -88,7 +88,7 @@ func TestStreamsAssignorActive(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := assignStreamsTasks(tc.members, tasks, 0)
+			got := assignStreamsTasks(tc.members, tasks, 0, nil)
 			checkActiveComplete(t, got, tasks)
 			for id, want := range tc.kept {
 				for sub, ps := range want {
@@ -105,7 +105,7 @@ func TestStreamsAssignorActive(t *testing.T) {
 				}
 			}
 			// Deterministic: the same input gives the same output.
-			again := assignStreamsTasks(tc.members, tasks, 0)
+			again := assignStreamsTasks(tc.members, tasks, 0, nil)
 			for id, a := range got {
 				if !a.equal(again[id]) {
 					t.Fatalf("member %s: %v then %v", id, a, again[id])
@@ -151,7 +151,7 @@ func TestStreamsAssignorStandby(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := assignStreamsTasks(tc.members, tasks, tc.standbys)
+			got := assignStreamsTasks(tc.members, tasks, tc.standbys, nil)
 			checkActiveComplete(t, got, tasks)
 			process := map[string]string{}
 			for _, m := range tc.members {

@@ -32,10 +32,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The status code of StreamsGroupHeartbeatResponse.Status added after the
+// Status codes of StreamsGroupHeartbeatResponse.Status added after the
 // first five (streams.go).
 const (
 	streamsStatusAssignmentDelayed = 5
+	// streamsStatusMissingClientTags exists from heartbeat version 1
+	// (KAFKA-20744): a version 0 client fails on a code it does not know.
+	streamsStatusMissingClientTags = 6
 )
 
 // The details of ASSIGNMENT_DELAYED, Kafka's words.

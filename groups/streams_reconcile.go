@@ -43,13 +43,13 @@ func (c *Coordinator) assignStreamsLocked(g *group, settings StreamsGroupSetting
 	var members []streamsAssignMember
 	for _, id := range sortedKeys(sg.members) {
 		m := sg.members[id]
-		members = append(members, streamsAssignMember{id: id, processID: m.processID, previous: sg.target[id]})
+		members = append(members, streamsAssignMember{id: id, processID: m.processID, clientTags: m.clientTags, previous: sg.target[id]})
 	}
 	tasks := sg.configured.tasks
 	if tasks == nil {
 		tasks = map[string]int32{}
 	}
-	sg.target = assignStreamsTasks(members, tasks, settings.NumStandbyReplicas)
+	sg.target = assignStreamsTasks(members, tasks, settings.NumStandbyReplicas, settings.RackAwareTags)
 	sg.assignedStandbys = settings.NumStandbyReplicas
 	sg.assignmentEpoch = sg.epoch
 	sg.assignedAt = now
