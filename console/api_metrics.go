@@ -84,7 +84,9 @@ func (c *Console) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 		name := f.GetName()
 		if key, ok := counterFamilies[name]; ok {
 			for _, m := range f.GetMetric() {
-				if m.GetCounter() != nil {
+				// ErrorsPerSec counts every error code answered,
+				// NONE included; the chart shows the errors.
+				if m.GetCounter() != nil && (key != "errors" || label(m, "error") != "NONE") {
 					v.Counters[key] += m.GetCounter().GetValue()
 				}
 			}

@@ -48,6 +48,11 @@ func TestMetricsLatencyShapes(t *testing.T) {
 	bytesIn.WithLabelValues("a").Add(100)
 	bytesIn.WithLabelValues("b").Add(23)
 	reg.MustRegister(bytesIn)
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafka_network_requestmetrics_errors_total", Help: "e"}, []string{"request", "error"})
+	errs.WithLabelValues("Produce", "NONE").Add(1000)
+	errs.WithLabelValues("Produce", "NOT_LEADER_OR_FOLLOWER").Add(2)
+	errs.WithLabelValues("Fetch", "OFFSET_OUT_OF_RANGE").Add(1)
+	reg.MustRegister(errs)
 	c := New(Options{Gatherer: reg})
 	rec := httptest.NewRecorder()
 	c.ServeHTTP(rec, httptest.NewRequest("GET", "/api/metrics", nil))
@@ -57,6 +62,9 @@ func TestMetricsLatencyShapes(t *testing.T) {
 	}
 	if v.Counters["bytesIn"] != 123 {
 		t.Errorf("bytesIn = %v, want 123 (summed over topics)", v.Counters["bytesIn"])
+	}
+	if v.Counters["errors"] != 3 {
+		t.Errorf("errors = %v, want 3 (NONE is not an error)", v.Counters["errors"])
 	}
 	p := v.Latency["Produce"]
 	if p == nil || p.Count != 10 || p.Sum != 42.5 || !slices.Equal(p.Bounds, []float64{0.5, 1, 10}) || !slices.Equal(p.Counts, []uint64{1, 3, 9}) {

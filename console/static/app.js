@@ -561,7 +561,9 @@ function fmtRate(unit) { return (v) => (v >= 1e6 ? (v / 1e6).toFixed(1) + "M" : 
 function drawCharts() {
   const last = history_[history_.length - 1];
   const reqs = last ? Object.keys(last.latency).sort() : [];
-  const shown = reqs.filter((r) => r === "Produce" || r === "Fetch");
+  // Kafka splits Fetch into FetchConsumer and FetchFollower; a
+  // follower's fetch waits out its max wait, so it is not charted.
+  const shown = reqs.filter((r) => r === "Produce" || r === "FetchConsumer" || r === "Fetch");
   const latSeries = [];
   for (const r of (shown.length ? shown : reqs.slice(0, 3))) {
     latSeries.push({ name: r + " mean", points: latencyMean(r) });
