@@ -197,17 +197,17 @@ func (m *brokerMetrics) forgetDeleted(img *controller.Image) {
 }
 
 // countRequest is the router hook counting requests; it never handles one.
-// The request label is Kafka's name (requestName): a Fetch is
+// The request label is Kafka's name (requestSlot, slotName): a Fetch is
 // FetchConsumer or FetchFollower.
 func (m *brokerMetrics) countRequest(req *protocol.Request) (kmsg.Response, error, bool) {
-	name, slot := requestName(req.Header.APIKey, req.Body)
+	slot := requestSlot(req.Header.APIKey, req.Body)
 	k := int32(slot)<<16 | int32(uint16(req.Header.APIVersion))
 	c, ok := (*m.requestC.Load())[k]
 	if !ok {
 		m.mu.Lock()
 		old := *m.requestC.Load()
 		if c, ok = old[k]; !ok {
-			c = m.requests.WithLabelValues(name, strconv.Itoa(int(req.Header.APIVersion)))
+			c = m.requests.WithLabelValues(slotName(slot), strconv.Itoa(int(req.Header.APIVersion)))
 			next := make(map[int32]prometheus.Counter, len(old)+1)
 			for kk, v := range old {
 				next[kk] = v

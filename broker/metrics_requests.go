@@ -184,16 +184,32 @@ func (m *brokerMetrics) controlListener(r *protocol.Router, srv *protocol.Server
 // FetchFollower (a fetch with a replica id), and a few names are spelled
 // as Kafka spells them where kmsg capitalizes differently.
 func requestName(key int16, body kmsg.Request) (string, int) {
-	if key == 1 {
-		if isFollowerFetch(body) {
-			return "FetchFollower", followerFetchSlot
-		}
-		return "FetchConsumer", 1
+	slot := requestSlot(key, body)
+	return slotName(slot), slot
+}
+
+// requestSlot is the request name's slot in requestMetrics.byKey: the api
+// key, or followerFetchSlot. It is what the request path computes; the
+// name only when a slot is first used.
+func requestSlot(key int16, body kmsg.Request) int {
+	if key == 1 && isFollowerFetch(body) {
+		return followerFetchSlot
 	}
-	if n, ok := kafkaRequestNames[key]; ok {
-		return n, int(key)
+	return int(key)
+}
+
+// slotName is the request name of a slot.
+func slotName(slot int) string {
+	switch slot {
+	case 1:
+		return "FetchConsumer"
+	case followerFetchSlot:
+		return "FetchFollower"
 	}
-	return kmsg.NameForKey(key), int(key)
+	if n, ok := kafkaRequestNames[int16(slot)]; ok {
+		return n
+	}
+	return kmsg.NameForKey(int16(slot))
 }
 
 // kafkaRequestNames are Kafka's names where kmsg's differ.
@@ -229,7 +245,7 @@ func (rm *requestMetrics) stats(req *protocol.Request) *requestStats {
 	if key < 0 || int(key) >= followerFetchSlot {
 		return nil
 	}
-	name, slot := requestName(key, req.Body)
+	slot := requestSlot(key, req.Body)
 	if s := rm.byKey[slot].Load(); s != nil {
 		return s
 	}
@@ -239,7 +255,7 @@ func (rm *requestMetrics) stats(req *protocol.Request) *requestStats {
 		return s
 	}
 	// The quantiles' window starts empty, at the first request.
-	s := &requestStats{name: name, windows: []bucketSnapshot{{at: time.Now()}}}
+	s := &requestStats{name: slotName(slot), windows: []bucketSnapshot{{at: time.Now()}}}
 	rm.byKey[slot].Store(s)
 	return s
 }
