@@ -6,7 +6,8 @@ package broker_test
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without it) and the listing of
 // v6, TWO_PHASE_COMMIT on the transactional id is needed under an
 // authorizer, KeepPreparedTxn is UNSUPPORTED_VERSION, and a 2PC
-// transaction is never aborted by its timeout, also after a restart.
+// transaction is never aborted by its timeout, also after a restart and
+// on the coordinator that takes over from a dead one.
 
 import (
 	"context"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
@@ -150,37 +152,10 @@ func TestTwoPhaseCommitNeverTimesOut(t *testing.T) {
 		t.Fatalf("Enable2Pc: %v ongoing %d/%d", kerr.ErrorForCode(p.ErrorCode), p.ongoingID, p.ongoingEpoch)
 	}
 	cl := n.Client()
-	addPartition := func(id string, pid int64, epoch int16) {
-		t.Helper()
-		req := kmsg.NewPtrAddPartitionsToTxnRequest()
-		req.Version = 3
-		req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
-		tp := kmsg.NewAddPartitionsToTxnRequestTopic()
-		tp.Topic, tp.Partitions = "txn-2pc", []int32{0}
-		req.Topics = append(req.Topics, tp)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-			t.Fatalf("AddPartitionsToTxn %s: %v", id, kerr.ErrorForCode(code))
-		}
-	}
-	addPartition("2pc", p.ProducerID, p.ProducerEpoch)
-
+	addTxnPartition(ctx, t, cl, "txn-2pc", "2pc", p.ProducerID, p.ProducerEpoch)
 	// An ordinary transaction with the same 1 s timeout next to it: once
 	// the coordinator has aborted it, it has looked at the 2PC one too.
-	plainTimesOut := func(id string) {
-		t.Helper()
-		init := kmsg.NewPtrInitProducerIDRequest()
-		init.TransactionalID, init.TransactionTimeoutMillis = &id, 1000
-		q, err := init.RequestWith(ctx, cl)
-		if err != nil || q.ErrorCode != 0 {
-			t.Fatalf("init %s: %v %v", id, err, kerr.ErrorForCode(q.ErrorCode))
-		}
-		addPartition(id, q.ProducerID, q.ProducerEpoch)
-		waitTxnState(t, seeds, id, "CompleteAbort")
-	}
+	plainTimesOut := func(id string) { plainTxnTimesOut(ctx, t, cl, seeds, "txn-2pc", id) }
 	plainTimesOut("plain-1")
 	d, err := describeTxn(ctx, seeds, "2pc")
 	if err != nil {
@@ -210,6 +185,100 @@ func TestTwoPhaseCommitNeverTimesOut(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	waitTxnState(t, seeds, "2pc", "CompleteCommit")
+}
+
+// addTxnPartition adds partition 0 of topic to id's transaction.
+func addTxnPartition(ctx context.Context, t *testing.T, cl *kgo.Client, topic, id string, pid int64, epoch int16) {
+	t.Helper()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	tp := kmsg.NewAddPartitionsToTxnRequestTopic()
+	tp.Topic, tp.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, tp)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("AddPartitionsToTxn %s: %v", id, kerr.ErrorForCode(code))
+	}
+}
+
+// plainTxnTimesOut starts an ordinary transaction of id with a 1 s
+// timeout (InitProducerId v5, so no Enable2Pc) and waits until its
+// coordinator has aborted it.
+func plainTxnTimesOut(ctx context.Context, t *testing.T, cl *kgo.Client, seeds []string, topic, id string) {
+	t.Helper()
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 1000
+	q, err := init.RequestWith(ctx, cl)
+	if err != nil || q.ErrorCode != 0 {
+		t.Fatalf("init %s: %v %v", id, err, q)
+	}
+	addTxnPartition(ctx, t, cl, topic, id, q.ProducerID, q.ProducerEpoch)
+	waitTxnState(t, seeds, id, "CompleteAbort")
+}
+
+// TestTwoPhaseCommitCoordinatorFailover: the broker that coordinates a 2PC
+// transaction dies; the one that loads its __transaction_state partition
+// keeps the transaction running past its would-be timeout, with the same
+// producer id and epoch, and commits it when asked.
+func TestTwoPhaseCommitCoordinatorFailover(t *testing.T) {
+	// One __transaction_state partition: the 2PC id and the plain ones
+	// that show the timer ran share a coordinator.
+	c := sluicetest.StartCluster(t, 3, "transaction.two.phase.commit.enable=true",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=100", "transaction.state.log.num.partitions=1")
+	seeds := c.Addrs()
+	needMarkers(t, seeds[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Admin().CreateTopic(ctx, 1, 3, nil, "txn-2pc-ha"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForISR("txn-2pc-ha", 0, 3)
+	const id = "2pc-ha"
+	var coordinator int
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		f, ok := c.Admin().FindTxnCoordinators(ctx, id)[id]
+		if !ok || f.Err != nil {
+			return fmt.Errorf("FindCoordinator %s: %v", id, f.Err)
+		}
+		coordinator = int(f.NodeID)
+		return nil
+	})
+	p := initV6(t, c.Node(coordinator).Addr(), id, 1000, true, false)
+	if p.ErrorCode != 0 {
+		t.Fatalf("Enable2Pc: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	cl := c.Client()
+	addTxnPartition(ctx, t, cl, "txn-2pc-ha", id, p.ProducerID, p.ProducerEpoch)
+	c.WaitForISR("__transaction_state", 0, 3)
+
+	c.Kill(coordinator)
+	var live []string
+	for i, a := range seeds {
+		if i+1 != coordinator {
+			live = append(live, a)
+		}
+	}
+	cl = c.Client(kgo.SeedBrokers(live...))
+	plainTxnTimesOut(ctx, t, cl, live, "txn-2pc-ha", "plain-ha")
+	d, err := describeTxn(ctx, live, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(d.Coordinator) == coordinator || d.State != "Ongoing" || d.TimeoutMillis != 2147483647 || d.ProducerID != p.ProducerID || d.ProducerEpoch != p.ProducerEpoch {
+		t.Fatalf("2PC transaction on the new coordinator: %+v (the old one was %d)", d, coordinator)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version = 4
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, p.ProducerID, p.ProducerEpoch, true
+	resp, err := end.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("commit through the new coordinator: %v %v", err, resp)
+	}
+	waitTxnState(t, live, id, "CompleteCommit")
 }
 
 func TestTwoPhaseCommitNeedsTwoPhaseCommitACL(t *testing.T) {
