@@ -15,7 +15,6 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/controller"
 	"github.com/sluicedev/sluice/logstore"
@@ -199,51 +198,27 @@ func (c stateCollector) collectLogs(gauge func(*prometheus.Desc, float64, ...str
 // coordinates and their lag behind the high watermark of the partitions
 // with a replica on this node (with replication factor 1 on another node
 // the partition's end is not known here without a request, so it has an
-// offset series and no lag series). A group still loading reports nothing
-// this scrape.
+// offset series and no lag series). A group on a __consumer_offsets
+// partition still loading reports nothing this scrape.
 func (c stateCollector) collectLag(gauge func(*prometheus.Desc, float64, ...string)) {
 	b := c.b
 	if b.groups == nil {
 		return
 	}
-	list := kmsg.NewPtrListGroupsRequest()
-	list.Version = 5
-	groups := b.groups.List(list)
-	if groups.ErrorCode != 0 || len(groups.Groups) == 0 {
-		return
-	}
-	fetch := kmsg.NewPtrOffsetFetchRequest()
-	fetch.Version = 8
-	for _, g := range groups.Groups {
-		if g.GroupType == "share" {
-			continue // share groups commit no offsets
-		}
-		rg := kmsg.NewOffsetFetchRequestGroup()
-		rg.Group = g.Group // Topics nil: every committed offset
-		fetch.Groups = append(fetch.Groups, rg)
-	}
-	resp := b.groups.FetchOffsets(fetch)
-	for _, g := range resp.Groups {
-		if g.ErrorCode != 0 {
+	for _, o := range b.groups.CommittedOffsets() {
+		if o.Offset < 0 {
 			continue
 		}
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 || p.Offset < 0 {
-					continue
-				}
-				part := strconv.Itoa(int(p.Partition))
-				gauge(descGroupOffset, float64(p.Offset), g.Group, t.Topic, part)
-				lp := b.partition(logstore.TopicPartition{Topic: t.Topic, Partition: p.Partition})
-				if lp == nil {
-					continue
-				}
-				lag := lp.highWatermark() - p.Offset
-				if lag < 0 {
-					lag = 0 // a follower's high watermark may trail the leader's
-				}
-				gauge(descGroupLag, float64(lag), g.Group, t.Topic, part)
-			}
+		part := strconv.Itoa(int(o.Partition))
+		gauge(descGroupOffset, float64(o.Offset), o.Group, o.Topic, part)
+		lp := b.partition(logstore.TopicPartition{Topic: o.Topic, Partition: o.Partition})
+		if lp == nil {
+			continue
 		}
+		lag := lp.highWatermark() - o.Offset
+		if lag < 0 {
+			lag = 0 // a follower's high watermark may trail the leader's
+		}
+		gauge(descGroupLag, float64(lag), o.Group, o.Topic, part)
 	}
 }
