@@ -61,9 +61,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The rootfs, as the Containerfile's rootfs stage lays it out.
+# The rootfs, as the Containerfile's rootfs stage lays it out (/usr/sbin
+# empty: testcontainers-go copies its start script there).
 fs=$work/rootfs
-mkdir -p "$fs/bin" "$fs/usr/local/bin" "$fs/etc/kafka/docker" "$fs/etc/confluent/docker" "$fs/var/lib/sluice" "$fs/tmp"
+mkdir -p "$fs/bin" "$fs/usr/sbin" "$fs/usr/local/bin" "$fs/etc/kafka/docker" "$fs/etc/confluent/docker" "$fs/var/lib/sluice" "$fs/tmp"
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$fs/usr/local/bin/sluice" ./cmd/sluice)
 cp "$busybox" "$fs/bin/busybox"
 for a in sh [ test sleep sed hostname id cat echo env ls; do
