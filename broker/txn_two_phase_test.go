@@ -153,6 +153,14 @@ func TestTwoPhaseCommitNeverTimesOut(t *testing.T) {
 	}
 	cl := n.Client()
 	addTxnPartition(ctx, t, cl, "txn-2pc", "2pc", p.ProducerID, p.ProducerEpoch)
+	// Three records in the transaction (Produce v11: the partition was
+	// added by AddPartitionsToTxn above, as a transactions v1 producer does).
+	batch := recordBatch(p.ProducerID, p.ProducerEpoch, 0, true, "2pc-0", "2pc-1", "2pc-2")
+	produce := produceRequest("txn-2pc", topicID(t, n, "txn-2pc"), 0, 5000, batch)
+	produce.TransactionID = kmsg.StringPtr("2pc")
+	if resp, err := produce.RequestWith(ctx, n.Client(txnV1Versions())); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce in the 2PC transaction: %v %+v", err, resp)
+	}
 	// An ordinary transaction with the same 1 s timeout next to it: once
 	// the coordinator has aborted it, it has looked at the 2PC one too.
 	plainTimesOut := func(id string) { plainTxnTimesOut(ctx, t, cl, seeds, "txn-2pc", id) }
@@ -185,6 +193,21 @@ func TestTwoPhaseCommitNeverTimesOut(t *testing.T) {
 		t.Fatalf("commit: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	waitTxnState(t, seeds, "2pc", "CompleteCommit")
+
+	// A read_committed consumer sees the three records once.
+	consumer := n.Client(kgo.ConsumeTopics("txn-2pc"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < 3 {
+		fs := consumer.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("read_committed: %v, got %q", err, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if len(got) != 3 || got[0] != "2pc-0" || got[1] != "2pc-1" || got[2] != "2pc-2" {
+		t.Fatalf("read_committed: %q", got)
+	}
 }
 
 // addTxnPartition adds partition 0 of topic to id's transaction.
