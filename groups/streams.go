@@ -776,7 +776,7 @@ func (c *Coordinator) tickStreams(g *group, now time.Time) {
 			c.removeStreamsMemberLocked(g, m, sg.settings)
 		}
 	}
-	if len(sg.members) > 0 {
+	if sg.assignmentDueLocked(now) {
 		c.maybeAssignStreamsLocked(g, sg.settings, now) // streams_delay.go
 	}
 	g.syncStreamsStateLocked(now)

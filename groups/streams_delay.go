@@ -80,9 +80,11 @@ func (c *Coordinator) maybeAssignStreamsLocked(g *group, settings StreamsGroupSe
 }
 
 // assignmentDueLocked reports whether a held-back target assignment may
-// be computed now.
+// be computed now. A group loaded by this coordinator and not heartbeated
+// since has no settings yet (its standby count, tags and interval come
+// with heartbeats): its first heartbeat assigns it.
 func (sg *streamsGroup) assignmentDueLocked(now time.Time) bool {
-	if sg.epoch <= sg.assignmentEpoch || len(sg.members) == 0 {
+	if sg.epoch <= sg.assignmentEpoch || len(sg.members) == 0 || sg.settings.SessionTimeout <= 0 {
 		return false
 	}
 	if !sg.delayUntil.IsZero() {

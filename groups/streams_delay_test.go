@@ -130,3 +130,25 @@ func TestStreamsAssignmentInterval(t *testing.T) {
 		t.Fatalf("b after a revoked: epoch %d (a: %d) tasks %v", b.MemberEpoch, a3.MemberEpoch, activeOf(b))
 	}
 }
+
+// TestStreamsDelayedGroupReloaded: a group whose first assignment was
+// still held back when its coordinator moved is assigned by the new
+// coordinator with the settings of the group's next heartbeat, not by a
+// Tick before it (which knows no settings yet): the standby asked for is
+// there.
+func TestStreamsDelayedGroupReloaded(t *testing.T) {
+	h := newConsumerHarness(t)
+	s := streamsSettingsForTest()
+	s.InitialRebalanceDelay = 3 * time.Second
+	s.NumStandbyReplicas = 1
+	a := streamsDelayBeat(t, h.c, streamsHB("a", "p1", 0, nil, ""), s)
+	b := streamsDelayBeat(t, h.c, streamsHB("b", "p2", 0, nil, ""), s)
+
+	h.start() // a new coordinator replays the log; the delay is not persisted
+	h.step(time.Second)
+	a = streamsDelayBeat(t, h.c, streamsHB("a", "p1", a.MemberEpoch, nil, ""), s)
+	b = streamsDelayBeat(t, h.c, streamsHB("b", "p2", b.MemberEpoch, nil, ""), s)
+	if len(activeOf(a)) != 2 || len(activeOf(b)) != 2 || len(a.StandbyTasks) == 0 || len(b.StandbyTasks) == 0 {
+		t.Fatalf("after the reload: a active %v standby %+v, b active %v standby %+v", activeOf(a), a.StandbyTasks, activeOf(b), b.StandbyTasks)
+	}
+}
