@@ -23,6 +23,7 @@ package broker
 // here runs while metrics.listener is empty (Router.Observe stays nil).
 
 import (
+	"math"
 	"reflect"
 	"strconv"
 	"sync"
@@ -535,7 +536,9 @@ func (s *requestStats) collect(ch chan<- prometheus.Metric, now time.Time) {
 			inWindow += delta[b]
 		}
 		for _, q := range quantiles {
-			ch <- prometheus.MustNewConstMetric(descPhase[p], prometheus.GaugeValue, bucketQuantile(q.q, delta[:], inWindow), s.name, q.label)
+			// To the microsecond: an interpolation has no more precision.
+			v := math.Round(bucketQuantile(q.q, delta[:], inWindow)*1000) / 1000
+			ch <- prometheus.MustNewConstMetric(descPhase[p], prometheus.GaugeValue, v, s.name, q.label)
 		}
 		var cum uint64
 		for b, n := range cur.counts[p] {
