@@ -42,7 +42,8 @@ func sumOver(scrapes map[int]map[string]float64, series string) float64 {
 // log families follow what a client produced on every replica, a
 // follower cut from its leader counts an ISR shrink on the leader and an
 // expand when it returns, a stopped leader counts elections on the
-// active controller and leaves its single-replica topic offline, and a group that committed part of a topic shows the
+// active controller and leaves its single-replica topic offline, the
+// stop of a topic's only in-sync replica counts an unclean election, and a group that committed part of a topic shows the
 // rest as lag on its coordinator.
 func TestMetricsStateCluster(t *testing.T) {
 	c := sluicetest.StartCluster(t, 3, "metrics.listener=127.0.0.1:0")
@@ -210,6 +211,40 @@ func TestMetricsStateCluster(t *testing.T) {
 		return nil
 	})
 	t.Logf("node %d stopped: %s 1 (topic alone), 0 once it returned", leader, offline)
+
+	// An unclean election: the one in-sync replica of a topic that allows
+	// them stops while the other replica is out of the ISR.
+	ctrl = c.Controller()
+	rest = otherThan(3, ctrl)
+	inSync, outOfSync := rest[0], rest[1]
+	createAssigned(t, all, "unclean", []int32{int32(inSync), int32(outOfSync)}, map[string]string{"unclean.leader.election.enable": "true"})
+	waitState(t, all, "unclean", "full ISR", isrLen(2))
+	c.Cut(outOfSync, inSync)
+	if err := produce(all, "unclean", valuesN("u", 5)...); err != nil {
+		t.Fatalf("acks=all with a follower cut off: %v", err)
+	}
+	waitState(t, all, "unclean", "ISR of the leader alone", isrLen(1))
+	others = otherThan(3, inSync)
+	prev, err = scrapeAll(c, others...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(inSync)
+	c.Heal(outOfSync, inSync)
+	waitState(t, all, "unclean", "the out-of-sync replica leading", func(st partitionState) bool { return st.leader == int32(outOfSync) })
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		now, err := scrapeAll(c, others...)
+		if err != nil {
+			return err
+		}
+		if got := sumOver(now, unclean) - sumOver(prev, unclean); got != 1 {
+			return fmt.Errorf("%s summed over nodes %v grew by %v, want 1", unclean, others, got)
+		}
+		t.Logf("node %d (the ISR) stopped: %s over nodes %v %v → %v", inSync, unclean, others, sumOver(prev, unclean), sumOver(now, unclean))
+		return nil
+	})
+	c.Restart(inSync)
+	c.WaitForBrokers(3)
 
 	// A group reads 30 of 50 records of a three-partition topic and
 	// commits them: its lag is 20 on the coordinator, its committed
