@@ -10,6 +10,8 @@ package main
 // machine's load or of the page cache falls on both variants alike. It
 // prints each round's figures, each variant's median and spread, and the
 // ratio on / off of the medians against the goal (≥ 0.97: within 3 %).
+// With -sluice-cpu-profile DIR each run's nodes write their CPU profiles
+// to DIR/round-N-sluice and DIR/round-N-sluice+metrics.
 
 import (
 	"context"
@@ -17,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -92,6 +95,14 @@ func runMetricsCost(ctx context.Context, cfg *config, logw io.Writer) (*costResu
 				break
 			}
 			sys := &sluiceSystem{bin: bin, metrics: on, scrapeEvery: cfg.scrapeEvery}
+			if cfg.cpuProfileDir != "" {
+				// Each run's nodes profile into a directory of their own,
+				// to compare where "on" spends what "off" does not.
+				sys.cpuProfileDir = filepath.Join(cfg.cpuProfileDir, fmt.Sprintf("round-%d-%s", round, sys.name()))
+				if err := os.MkdirAll(sys.cpuProfileDir, 0o755); err != nil {
+					return out, err
+				}
+			}
 			res := newResults()
 			values.next.Store(0)
 			r := &runner{cfg: &one, sys: sys, sec: sec, res: res, values: values}
@@ -250,6 +261,8 @@ func rangeText(v []float64) string {
 type scraper struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	nodes  []*node
+	client *http.Client
 
 	mu        sync.Mutex
 	scrapes   int
@@ -263,19 +276,14 @@ type scraper struct {
 // (the first scrape at once).
 func startScraper(nodes []*node, interval time.Duration) *scraper {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &scraper{cancel: cancel, done: make(chan struct{})}
 	client := &http.Client{Timeout: 10 * time.Second}
+	s := &scraper{cancel: cancel, done: make(chan struct{}), nodes: nodes, client: client}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			for _, n := range nodes {
-				if n.metricsAddr == "" || n.proc == nil || !n.proc.alive() {
-					continue
-				}
-				s.scrape(ctx, client, n.metricsAddr)
-			}
+			s.scrapeAll(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -284,6 +292,16 @@ func startScraper(nodes []*node, interval time.Duration) *scraper {
 		}
 	}()
 	return s
+}
+
+// scrapeAll scrapes every running node once.
+func (s *scraper) scrapeAll(ctx context.Context) {
+	for _, n := range s.nodes {
+		if n.metricsAddr == "" || n.proc == nil || !n.proc.alive() {
+			continue
+		}
+		s.scrape(ctx, s.client, n.metricsAddr)
+	}
 }
 
 // scrape fetches one node's /metrics and records what it saw.
@@ -320,10 +338,12 @@ func (s *scraper) scrape(ctx context.Context, client *http.Client, addr string) 
 	s.sawFamily = s.sawFamily || strings.Contains(text, "kafka_network_requestmetrics_requests_total{")
 }
 
-// stop ends the scraping and waits for it.
+// stop ends the scraping, waits for it, and scrapes every node once more
+// (a run shorter than the interval has been scraped after its load too).
 func (s *scraper) stop() {
 	s.cancel()
 	<-s.done
+	s.scrapeAll(context.Background())
 }
 
 // count returns the scrapes made and how many failed.
