@@ -14,8 +14,9 @@ package broker
 //
 // The share.coordinator.* keys are read here: the topic's settings below,
 // snapshot.update.records.per.snapshot, write.timeout.ms (how long an
-// append waits to be replicated) and load.buffer.size (the read size of
-// a load).
+// append waits to be replicated), load.buffer.size (the read size of a
+// load) and state.topic.compression.codec (the codec of the batches
+// appended; a load reads them decompressed whatever their codec).
 //
 // The topic is created on first use, as Kafka's share coordinator does:
 // share.coordinator.state.topic.num.partitions partitions (50),
@@ -149,6 +150,10 @@ func (l shareStateLog) Append(ctx context.Context, partition, leaderEpoch int32,
 	}
 	if !p.enoughInsync() {
 		return 0, kerr.NotEnoughReplicas
+	}
+	batch, err := logstore.CompressBatches(batch, int8(b.cfg.ShareCoordinatorStateTopicCompressionCodec))
+	if err != nil {
+		return 0, fmt.Errorf("broker: __share_group_state batch: %w", err)
 	}
 	res, err := p.log.AppendAsLeader(batch, leaderEpoch)
 	if err != nil {

@@ -8,6 +8,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,74 @@ func TestShareGroupAssignorByClass(t *testing.T) {
 		if e.Key == "group.share.assignors" && (e.MaybeValue() != "org.apache.kafka.coordinator.group.assignor.SimpleAssignor" || e.Source != kmsg.ConfigSourceStaticBrokerConfig) {
 			t.Errorf("group.share.assignors = %q (%v), want the class STATIC_BROKER_CONFIG", e.MaybeValue(), e.Source)
 		}
+	}
+}
+
+// TestShareStateTopicCompressionCodec: with
+// share.coordinator.state.topic.compression.codec=3 the share
+// coordinator's batches in __share_group_state are lz4 batches (as a kgo
+// consumer of the topic sees them), and the share-partition state they
+// hold is read back after a restart: accepted records are not delivered
+// again and released ones come with their delivery count. The old code refused the key and wrote only uncompressed batches.
+func TestShareStateTopicCompressionCodec(t *testing.T) {
+	broker.ForceShareGroups(t)
+	const topic, group = "sq-state-codec", "g-state-codec"
+	n := sluicetest.Start(t, "share.coordinator.state.topic.compression.codec=3", "share.coordinator.state.topic.num.partitions=1")
+	createTopic(t, n, topic, 1, nil)
+	id := topicID(t, n, topic)
+	producer := n.Client()
+	t.Cleanup(producer.Close)
+
+	m := newShareFetcher(t, n, group, "m", id)
+	oneSharePartition(t, m.fetch(m.fetchReq(0)))
+	produceShareRecords(t, producer, topic, 5)
+	if got := acquiredString(oneSharePartition(t, m.fetch(m.fetchReq(5000)))); got != "0-4/1 " {
+		t.Fatalf("acquired %q, want 0-4", got)
+	}
+	// Accept 0-2, release 3-4.
+	if resp := m.acknowledge(m.epoch, shareAckRange{0, 2, []int8{1}}, shareAckRange{3, 4, []int8{2}}); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("acknowledging 0-4: %v / %v", kerr.ErrorForCode(resp.ErrorCode), kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+	}
+
+	state := consumeAll(t, n.Addr(), "__share_group_state", 2)
+	for _, r := range state {
+		if c := r.Attrs.CompressionType(); c != 3 {
+			t.Errorf("__share_group_state record at offset %d has codec %d, want 3 (lz4)", r.Offset, c)
+		}
+	}
+
+	n.Restart()
+	m2 := newShareFetcher(t, n, group, "m2", id)
+	var got string
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		if m2.epoch == 0 {
+			// The opening fetch, until the node takes it.
+			if resp := m2.fetch(m2.fetchReq(0)); resp.ErrorCode != 0 {
+				return kerr.ErrorForCode(resp.ErrorCode)
+			} else if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+				got += acquiredString(resp.Topics[0].Partitions[0])
+			}
+		}
+		if got != "" {
+			return nil
+		}
+		resp := m2.fetch(m2.fetchReq(1000))
+		if resp.ErrorCode != 0 {
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+			p := resp.Topics[0].Partitions[0]
+			if p.ErrorCode != 0 {
+				return kerr.ErrorForCode(p.ErrorCode)
+			}
+			got += acquiredString(p)
+		}
+		if got == "" {
+			return errors.New("nothing acquired yet")
+		}
+		return nil
+	})
+	if got != "3-4/2 " {
+		t.Fatalf("after a restart acquired %q, want 3-4 delivered a second time (0-2 were accepted, 3-4 released once)", got)
 	}
 }

@@ -191,6 +191,7 @@ type Broker struct {
 	ShareCoordinatorStateTopicReplicationFactor int16 // share.coordinator.state.topic.replication.factor
 	ShareCoordinatorStateTopicMinIsr            int16 // share.coordinator.state.topic.min.isr
 	ShareCoordinatorStateTopicSegmentBytes      int32 // share.coordinator.state.topic.segment.bytes
+	ShareCoordinatorStateTopicCompressionCodec  int32 // share.coordinator.state.topic.compression.codec
 	ShareCoordinatorSnapshotUpdateRecords       int32 // share.coordinator.snapshot.update.records.per.snapshot
 	ShareCoordinatorWriteTimeoutMs              int32 // share.coordinator.write.timeout.ms
 	ShareCoordinatorLoadBufferSize              int32 // share.coordinator.load.buffer.size
@@ -380,6 +381,7 @@ var bindings = []binding{
 	fieldFor("share.coordinator.state.topic.num.partitions", func(b *Broker) any { return &b.ShareCoordinatorStateTopicNumPartitions }),
 	fieldFor("share.coordinator.state.topic.replication.factor", func(b *Broker) any { return &b.ShareCoordinatorStateTopicReplicationFactor }),
 	fieldFor("share.coordinator.state.topic.min.isr", func(b *Broker) any { return &b.ShareCoordinatorStateTopicMinIsr }),
+	fieldFor("share.coordinator.state.topic.compression.codec", func(b *Broker) any { return &b.ShareCoordinatorStateTopicCompressionCodec }),
 	fieldFor("share.coordinator.state.topic.segment.bytes", func(b *Broker) any { return &b.ShareCoordinatorStateTopicSegmentBytes }),
 	fieldFor("share.coordinator.snapshot.update.records.per.snapshot", func(b *Broker) any { return &b.ShareCoordinatorSnapshotUpdateRecords }),
 	fieldFor("share.coordinator.write.timeout.ms", func(b *Broker) any { return &b.ShareCoordinatorWriteTimeoutMs }),

@@ -211,6 +211,7 @@ var brokerKeyList = []keyDef{
 	bk("share.coordinator.state.topic.replication.factor", TypeShort, v("3"), ro, "Replication factor of __share_group_state, capped by the live brokers when it is created (Kafka fails instead).", atLeast(1)),
 	bk("share.coordinator.state.topic.min.isr", TypeShort, v("2"), ro, "min.insync.replicas of __share_group_state, capped by its replication factor.", atLeast(1)),
 	bk("share.coordinator.state.topic.segment.bytes", TypeInt, v("104857600"), ro, "Segment size of __share_group_state.", atLeast(1)),
+	bk("share.coordinator.state.topic.compression.codec", TypeInt, v("0"), ro, "Codec of the batches the share coordinator writes to __share_group_state, by Kafka's id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd (at Kafka's default level). Batches written before a change keep their codec; the state is read back whatever codec it was written with.", compressionCodecID),
 	bk("share.coordinator.snapshot.update.records.per.snapshot", TypeInt, v("500"), ro, "ShareUpdate records of a share-partition between two ShareSnapshot records in __share_group_state (0: a snapshot at every write).", atLeast(0)),
 	bk("share.coordinator.write.timeout.ms", TypeInt, v("5000"), ro, "How long a share coordinator write waits to be replicated (then COORDINATOR_NOT_AVAILABLE, and the state partition is loaded again).", atLeast(1)),
 	bk("share.coordinator.load.buffer.size", TypeInt, v("5242880"), ro, "Read size when loading __share_group_state.", atLeast(1)),

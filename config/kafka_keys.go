@@ -166,7 +166,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.share.assignment.interval.ms", TypeInt, v("1000"), cw, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.min.assignment.interval.ms", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("share.coordinator.state.topic.compression.codec", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	// The share-group dead-letter queue (KIP-1191): issue 20.
 	bk("errors.deadletterqueue.auto.create.topics.enable", TypeBoolean, v("false"), cw, "Whether the broker creates a share group's missing dead-letter queue topic (KIP-1191).").later(20, "creating a share group's missing dead-letter queue topic (KIP-1191)"),
 	bk("errors.deadletterqueue.topic.name.prefix", TypeString, v("dlq."), cw, "The required prefix of share groups' dead-letter queue topic names (KIP-1191); \"\" allows any name."),

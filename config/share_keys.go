@@ -22,6 +22,16 @@ import (
 // assignor, which group.share.assignors may name instead of "simple".
 const SimpleAssignorClass = "org.apache.kafka.coordinator.group.assignor.SimpleAssignor"
 
+// compressionCodecID accepts Kafka's compression type ids (0 none, 1 gzip,
+// 2 snappy, 3 lz4, 4 zstd), with the message of Kafka's
+// CompressionType.forId for any other.
+func compressionCodecID(s string) string {
+	if n, err := strconv.Atoi(s); err != nil || n < 0 || n > 4 {
+		return "Unknown compression type id: " + s
+	}
+	return ""
+}
+
 // shareAssignors accepts a group.share.assignors list of exactly one
 // entry, Kafka's simple assignor by name or class. Kafka loads any other
 // class as a custom ShareGroupPartitionAssignor; sluice cannot load Java

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -114,5 +115,26 @@ func TestShareGroupAssignors(t *testing.T) {
 				t.Fatalf("error\n got: %v\nwant: %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestShareStateCompressionCodecKey: the codec of __share_group_state's
+// batches is one of Kafka's compression type ids, 0 to 4; any other is
+// refused at start with Kafka's CompressionType.forId message.
+func TestShareStateCompressionCodecKey(t *testing.T) {
+	for _, v := range []string{"0", "1", "2", "3", "4"} {
+		b, err := Load("", []string{"share.coordinator.state.topic.compression.codec=" + v})
+		if err != nil {
+			t.Fatalf("codec %s: %v", v, err)
+		}
+		if got := b.ShareCoordinatorStateTopicCompressionCodec; strconv.Itoa(int(got)) != v {
+			t.Fatalf("codec %s loaded as %d", v, got)
+		}
+	}
+	for _, v := range []string{"5", "-1"} {
+		_, err := Load("", []string{"share.coordinator.state.topic.compression.codec=" + v})
+		if want := "config: share.coordinator.state.topic.compression.codec: Unknown compression type id: " + v + " (in --override)"; err == nil || err.Error() != want || !errors.Is(err, ErrInvalidValue) {
+			t.Fatalf("codec %s: %v, want %s", v, err, want)
+		}
 	}
 }
