@@ -14,8 +14,11 @@
 // directory again to restart the same cluster.
 //
 // Ports, from --base-port B: node i (0-based) serves Kafka on B+i, raft on
-// B+N+i and serf gossip (TCP and UDP) on B+2N+i. The layout is kept in
-// DATA/sluice-dev.json so that a second run finds the same addresses.
+// B+N+i, serf gossip (TCP and UDP) on B+2N+i, and metrics.listener
+// (/metrics and the web console, package console) on B+3N+i; a console:
+// line after the bootstrap one gives node 1's console URL. The layout is
+// kept in DATA/sluice-dev.json so that a second run finds the same
+// addresses.
 package main
 
 import (
@@ -68,7 +71,7 @@ func runDev(start time.Time, args []string) error {
 	fs := flag.NewFlagSet("sluice dev", flag.ContinueOnError)
 	nodes := fs.Int("nodes", 3, "number of nodes, each a child process and a raft voter")
 	data := fs.String("data", "sluice-dev", "directory holding each node's data and log file; run again over it to restart the same cluster")
-	basePort := fs.Int("base-port", 9092, "first Kafka port: node i serves Kafka on base+i, raft on base+N+i, gossip on base+2N+i")
+	basePort := fs.Int("base-port", 9092, "first Kafka port: node i serves Kafka on base+i, raft on base+N+i, gossip on base+2N+i, metrics and the web console on base+3N+i")
 	logLevel := fs.String("log-level", "info", "log level of the nodes: debug, info, warn, error")
 	var ovr overrides
 	fs.Var(&ovr, "override", "set a broker property on every node, key=value (repeatable)")
@@ -105,19 +108,20 @@ func runDev(start time.Time, args []string) error {
 		return fmt.Errorf("dev: %w", err)
 	}
 	n := layout.Nodes
-	if layout.BasePort < 1 || layout.BasePort+3*n-1 > 65535 {
-		return fmt.Errorf("dev: --base-port %d: the %d ports from it (3 per node) must lie in 1..65535", layout.BasePort, 3*n)
+	if layout.BasePort < 1 || layout.BasePort+4*n-1 > 65535 {
+		return fmt.Errorf("dev: --base-port %d: the %d ports from it (4 per node) must lie in 1..65535", layout.BasePort, 4*n)
 	}
-	kafka, raft, gossip := make([]string, n), make([]string, n), make([]string, n)
+	kafka, raft, gossip, web := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	var voters []string
 	for i := range n {
 		kafka[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(layout.BasePort+i))
 		raft[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(layout.BasePort+n+i))
 		gossip[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(layout.BasePort+2*n+i))
+		web[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(layout.BasePort+3*n+i))
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, raft[i]))
 	}
 	for i := range n {
-		for _, p := range []struct{ what, addr string }{{"Kafka", kafka[i]}, {"raft", raft[i]}, {"gossip", gossip[i]}} {
+		for _, p := range []struct{ what, addr string }{{"Kafka", kafka[i]}, {"raft", raft[i]}, {"gossip", gossip[i]}, {"metrics/console", web[i]}} {
 			if err := portFree(p.addr, p.what == "gossip"); err != nil {
 				return fmt.Errorf("dev: %s port %s of node %d is in use (%v): stop what holds it or choose another --base-port", p.what, p.addr, i+1, err)
 			}
@@ -167,6 +171,8 @@ func runDev(start time.Time, args []string) error {
 			"--override", "gossip.listener=" + gossip[i],
 			"--override", "gossip.join=" + strings.Join(gossip, ","),
 			"--override", "log.dirs=" + filepath.Join(nodeDir, "data"),
+			// /metrics and the web console; an --override wins.
+			"--override", "metrics.listener=" + web[i],
 		}
 		for _, d := range defaults {
 			nargs = append(nargs, "--override", d)
@@ -206,6 +212,7 @@ func runDev(start time.Time, args []string) error {
 		return fmt.Errorf("dev: %w", err)
 	}
 	fmt.Printf("bootstrap: %s\n", strings.Join(kafka, ","))
+	fmt.Printf("console: http://%s/ (any node's: %s; /metrics on each)\n", web[0], strings.Join(web, ", "))
 	fmt.Printf("sluice dev ready: %d nodes, controller %d, data in %s, ready in %s\n",
 		n, controller, dir, time.Since(start).Round(time.Millisecond))
 

@@ -7,8 +7,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -136,8 +138,8 @@ func TestDevThreeNodes(t *testing.T) {
 	var bootstrap, data string
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		// Three ports per node from the base; a free port for the base
-		// says nothing of the eight after it, so a clash (refused up front,
+		// Four ports per node from the base; a free port for the base
+		// says nothing of the eleven after it, so a clash (refused up front,
 		// or a node that could not bind) starts again on another base.
 		start = time.Now()
 		data = t.TempDir()
@@ -153,6 +155,7 @@ func TestDevThreeNodes(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
+	console := d.waitLine(t, "console: ")
 	ready := d.waitLine(t, "sluice dev ready:")
 	t.Logf("time to ready: %s as the test saw it; %q", time.Since(start).Round(time.Millisecond), ready)
 	seeds := strings.Split(bootstrap, ",")
@@ -163,6 +166,31 @@ func TestDevThreeNodes(t *testing.T) {
 	if len(pids) != 3 {
 		t.Fatalf("node pids %v: want 3", pids)
 	}
+	// The console URL printed answers with the cluster's three brokers up.
+	consoleURL := strings.Fields(strings.TrimPrefix(console, "console: "))[0]
+	waitFor(t, "the console at "+consoleURL+" showing three brokers up", func() error {
+		resp, err := http.Get(consoleURL + "api/cluster")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var c struct {
+			Brokers []struct{ State string } `json:"brokers"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+			return fmt.Errorf("%s: %v", resp.Status, err)
+		}
+		up := 0
+		for _, b := range c.Brokers {
+			if b.State == "up" {
+				up++
+			}
+		}
+		if up != 3 {
+			return fmt.Errorf("%d of %d brokers up", up, len(c.Brokers))
+		}
+		return nil
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
