@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedev/sluice/quotas"
 	"github.com/sluicedev/sluice/sluicetest"
 )
 
@@ -212,4 +213,37 @@ func TestMetricsReplicationBytes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestMetricsThrottleTime: a producer over its producer_byte_rate is
+// told throttle times, and ThrottleTimeMs of Produce records them.
+func TestMetricsThrottleTime(t *testing.T) {
+	node := sluicetest.Start(t, "metrics.listener=127.0.0.1:0", "quota.window.num=2", "quota.window.size.seconds=1")
+	setQuota(t, node.Admin(), quotas.ProducerByteRate, 4096, "client-id", "greedy")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := node.Admin().CreateTopic(ctx, 1, 1, nil, "metered-quota"); err != nil {
+		t.Fatal(err)
+	}
+	hook := &throttles{}
+	greedy := node.Client(kgo.ClientID("greedy"), kgo.WithHooks(hook), kgo.DefaultProduceTopic("metered-quota"), kgo.ProducerLinger(0))
+	for range 6 {
+		if err := greedy.ProduceSync(ctx, &kgo.Record{Value: incompressible(3000)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, held := hook.count(); after+held == 0 {
+		t.Fatal("the producer was never throttled")
+	}
+	m, err := scrape(node.Broker.MetricsAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := m[`kafka_network_requestmetrics_throttletimems_sum{request="Produce"}`]
+	count := m[`kafka_network_requestmetrics_throttletimems_count{request="Produce"}`]
+	if sum <= 0 || count < 6 {
+		t.Fatalf("throttletimems of Produce: sum %v over %v requests, want > 0 over at least 6", sum, count)
+	}
+	t.Logf("throttletimems{request=Produce}: sum %vms over %v requests, p99 %v", sum, count,
+		m[`kafka_network_requestmetrics_throttletimems{quantile="0.99",request="Produce"}`])
 }
