@@ -22,21 +22,23 @@ package broker
 // threshold."), all UTF-8 strings; with the group's
 // errors.deadletterqueue.copy.record.enable, the key and value of the
 // original record too (headers only when it cannot be read). The write is
-// refused, as Kafka's validateDlqTopic refuses it, when the topic name
-// starts with "__", does not start with
-// errors.deadletterqueue.topic.name.prefix (the broker config, "dlq." by
-// default; "" allows any name), the topic does not exist, or its
-// errors.deadletterqueue.group.enable is not true. A write that is refused
-// or fails is logged and dropped: the record is ARCHIVED all the same, as
-// Kafka's "proceeding to ARCHIVED regardless".
-//
-// sluice differs from Kafka 4.4 in: errors.deadletterqueue.auto.create.
-// topics.enable (the broker creating a missing DLQ topic) accepts only its
-// default, false.
+// refused, as Kafka's validateDlqTopic refuses it and in its order, when
+// the topic name starts with "__", the topic exists and its
+// errors.deadletterqueue.group.enable is not true, the name does not start
+// with errors.deadletterqueue.topic.name.prefix (the broker config, "dlq."
+// by default; "" allows any name), or the topic does not exist and
+// errors.deadletterqueue.auto.create.topics.enable (a dynamic broker
+// config, false by default) is not true. With it true a missing DLQ topic
+// is created by the writer, with the broker's num.partitions and
+// default.replication.factor and errors.deadletterqueue.group.enable=true,
+// and written once the metadata shows it. A write that is refused or fails
+// is logged and dropped: the record is ARCHIVED all the same, as Kafka's
+// "proceeding to ARCHIVED regardless".
 
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strconv"
@@ -108,21 +110,30 @@ func (b *Broker) shareDeadLetters(group, dlqTopic string, copyRecord bool) func(
 	}
 }
 
+// errDLQTopicToCreate is dlqTopicError's answer for a missing DLQ topic
+// that errors.deadletterqueue.auto.create.topics.enable lets the writer
+// create.
+var errDLQTopicToCreate = errors.New("broker: the DLQ topic is to be created")
+
 // dlqTopicError is Kafka's validateDlqTopic: why the DLQ topic cannot be
-// written, nil when it can.
+// written, nil when it can, errDLQTopicToCreate when it is missing and may
+// be created.
 func (b *Broker) dlqTopicError(img *controller.Image, group, dlqTopic string) (*controller.Topic, error) {
 	if strings.HasPrefix(dlqTopic, "__") {
 		return nil, fmt.Errorf("Configured DLQ topic name in share group: %s cannot start with __, topic: %s.", group, dlqTopic)
 	}
 	t := img.Topics[dlqTopic]
-	if t == nil {
-		return nil, fmt.Errorf("DLQ topic does not exist and auto create is disabled on cluster for share group: %s, topic: %s.", group, dlqTopic)
-	}
-	if b.effectiveTopicConfig(img, t)["errors.deadletterqueue.group.enable"] != "true" {
+	if t != nil && b.effectiveTopicConfig(img, t)["errors.deadletterqueue.group.enable"] != "true" {
 		return nil, fmt.Errorf("DLQ is not enabled on configured DLQ topic for share group: %s, topic: %s.", group, dlqTopic)
 	}
 	if prefix := b.dlqTopicPrefix(img); prefix != "" && !strings.HasPrefix(dlqTopic, prefix) {
 		return nil, fmt.Errorf("Configured DLQ topic name does not comply with the DLQ topic prefix in share group: %s, topic: %s, prefix: %s.", group, dlqTopic, prefix)
+	}
+	if t == nil {
+		if b.dlqBrokerConfig(img, dlqAutoCreateKey, "false") == "true" {
+			return nil, errDLQTopicToCreate
+		}
+		return nil, fmt.Errorf("DLQ topic does not exist and auto create is disabled on cluster for share group: %s, topic: %s.", group, dlqTopic)
 	}
 	if len(t.Partitions) == 0 {
 		return nil, fmt.Errorf("DLQ topic partition count could not be found for share group %s with DLQ topic %s.", group, dlqTopic)
@@ -130,10 +141,18 @@ func (b *Broker) dlqTopicError(img *controller.Image, group, dlqTopic string) (*
 	return t, nil
 }
 
-// dlqTopicPrefix is errors.deadletterqueue.topic.name.prefix: this
-// broker's dynamic value, the cluster's, the static one, else "dlq.".
+// dlqAutoCreateKey is the broker config letting the DLQ writer create a
+// missing DLQ topic.
+const dlqAutoCreateKey = "errors.deadletterqueue.auto.create.topics.enable"
+
+// dlqTopicPrefix is errors.deadletterqueue.topic.name.prefix.
 func (b *Broker) dlqTopicPrefix(img *controller.Image) string {
-	const key = "errors.deadletterqueue.topic.name.prefix"
+	return b.dlqBrokerConfig(img, "errors.deadletterqueue.topic.name.prefix", "dlq.")
+}
+
+// dlqBrokerConfig is a dynamic broker config of the DLQ: this broker's
+// dynamic value, the cluster's, the static one, else def.
+func (b *Broker) dlqBrokerConfig(img *controller.Image, key, def string) string {
 	perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
 	if v, ok := perBroker[key]; ok {
 		return v
@@ -144,7 +163,27 @@ func (b *Broker) dlqTopicPrefix(img *controller.Image) string {
 	if v, ok := b.cfg.Get(key); ok {
 		return v
 	}
-	return "dlq."
+	return def
+}
+
+// createDLQTopic has the controller create the missing DLQ topic with the
+// broker's default partitions and replication factor, DLQ enabled on it;
+// one created meanwhile by another writer is fine.
+func (b *Broker) createDLQTopic(ctx context.Context, dlqTopic string) error {
+	enable := "true"
+	res := b.createTopics(ctx, []controller.CreateTopic{{Name: dlqTopic, NumPartitions: -1, ReplicationFactor: -1,
+		Configs: map[string]*string{"errors.deadletterqueue.group.enable": &enable}}}, false)
+	if len(res) != 1 {
+		return fmt.Errorf("broker: creating DLQ topic %s: no answer", dlqTopic)
+	}
+	if err := res[0].Err; err != nil {
+		if errorCode(err) == kerr.TopicAlreadyExists.Code {
+			return nil
+		}
+		return err
+	}
+	b.logger.Info("share-group dead-letter queue: created the DLQ topic", "topic", dlqTopic)
+	return nil
 }
 
 // writeDeadLetters produces one DLQ record per dead letter of key's
@@ -272,13 +311,23 @@ func (b *Broker) produceDeadLetters(ctx context.Context, group, dlqTopic string,
 	for {
 		img := b.metadata()
 		t, err := b.dlqTopicError(img, group, dlqTopic)
-		if err != nil {
+		if errors.Is(err, errDLQTopicToCreate) {
+			if err = b.createDLQTopic(ctx, dlqTopic); err != nil {
+				return err
+			}
+			err = fmt.Errorf("DLQ topic %s created for share group %s, not in this broker's metadata yet", dlqTopic, group)
+		} else if err != nil {
 			return err
 		}
-		dest := sourcePartition % int32(len(t.Partitions))
-		leader := t.Partitions[dest].Leader
+		var dest, leader int32
+		if t != nil {
+			dest = sourcePartition % int32(len(t.Partitions))
+			leader = t.Partitions[dest].Leader
+		}
 		retriable := true
-		if leader < 0 {
+		if t == nil {
+			// created: wait for the metadata to show it
+		} else if leader < 0 {
 			err = fmt.Errorf("DLQ topic partition leader node for share group %s with DLQ topic %s and partition %d could not be found.", group, dlqTopic, dest)
 		} else if err = b.sendDeadLetters(ctx, t, dest, leader, batch); err == nil {
 			return nil

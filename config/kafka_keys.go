@@ -167,7 +167,7 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.share.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	bk("group.share.min.assignment.interval.ms", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	// The share-group dead-letter queue (KIP-1191): issue 20.
-	bk("errors.deadletterqueue.auto.create.topics.enable", TypeBoolean, v("false"), cw, "Whether the broker creates a share group's missing dead-letter queue topic (KIP-1191).").later(20, "creating a share group's missing dead-letter queue topic (KIP-1191)"),
+	bk("errors.deadletterqueue.auto.create.topics.enable", TypeBoolean, v("false"), cw, "Whether a share group's dead-letter queue topic (errors.deadletterqueue.topic.name, KIP-1191) that does not exist is created at its first dead-letter write, with num.partitions, default.replication.factor and errors.deadletterqueue.group.enable=true, instead of the write being refused (its records archived without a DLQ record). The name must still start with errors.deadletterqueue.topic.name.prefix."),
 	bk("errors.deadletterqueue.topic.name.prefix", TypeString, v("dlq."), cw, "The required prefix of share groups' dead-letter queue topic names (KIP-1191); \"\" allows any name."),
 	// Streams groups (KIP-1071): issue 20.
 	bk("group.streams.topology.description.plugin.class", TypeClass, nil, ro, "Plugin class (KIP-1331) to which the coordinator hands the topology descriptions of streams groups, asking members for them (TopologyDescriptionRequired) and serving them in StreamsGroupDescribe v1. Without one, as here, no member is asked; sluice keeps a description a member sends anyway in the coordinator's memory.").later(0, whyJavaPlugin),
