@@ -8,6 +8,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -124,6 +125,29 @@ func TestConsoleAPI(t *testing.T) {
 	td, err := adm.ListTopics(ctx, "browse")
 	if err != nil || len(td["browse"].Partitions) != 2 {
 		t.Fatalf("the created topic as kadm sees it: %v %+v", err, td)
+	}
+	var tv struct {
+		ID            string `json:"id"`
+		PartitionList []struct {
+			ISR []int32 `json:"isr"`
+		} `json:"partitionList"`
+		Configs []struct {
+			Name, Value, Source string
+		} `json:"configs"`
+	}
+	if code := call(t, addr, "GET", "topics/browse", nil, &tv); code != 200 {
+		t.Fatalf("describe: %d", code)
+	}
+	id := td["browse"].ID
+	want := base64.RawURLEncoding.EncodeToString(id[:])
+	retention := ""
+	for _, c := range tv.Configs {
+		if c.Name == "retention.ms" {
+			retention = c.Value + " " + c.Source
+		}
+	}
+	if tv.ID != want || len(tv.PartitionList) != 2 || retention != "3600000 DYNAMIC_TOPIC_CONFIG" {
+		t.Errorf("describe browse: id %q (want %q as Kafka writes it), %d partitions, retention.ms %q", tv.ID, want, len(tv.PartitionList), retention)
 	}
 	if code := call(t, addr, "POST", "topics", create, nil); code != http.StatusBadRequest {
 		t.Errorf("creating it again: %d, want 400 (TOPIC_ALREADY_EXISTS)", code)

@@ -5,6 +5,7 @@ package console
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -159,7 +160,9 @@ func (c *Console) topic(ctx context.Context, r *http.Request) (any, error) {
 	}
 	starts, _ := adm.ListStartOffsets(ctx, name)
 	ends, _ := adm.ListEndOffsets(ctx, name)
-	v := topicView{topicSummary: summarize(td, starts, ends), ID: td.ID.String()}
+	// Kafka writes a topic id (Uuid.toString) as URL-safe base64
+	// without padding, as kafka-topics.sh --describe shows it.
+	v := topicView{topicSummary: summarize(td, starts, ends), ID: base64.RawURLEncoding.EncodeToString(td.ID[:])}
 	sz, szErr := c.logSizes(ctx, adm, name)
 	v.Size = -1
 	if szErr == nil {
