@@ -348,15 +348,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	prod.Flush(ctx)
 	t.Logf("charts: produced %d records of 512 bytes meanwhile", loaded.Load())
 
-	// Kill node 3: it goes red on node 1's console, and green again once
-	// it is back.
+	// Kill node 3: it goes red on node 1's console and partitions show
+	// under-replicated; green again and all in sync once it is back.
 	c.Kill(3)
 	b.run("broker down", wait, chromedp.Navigate(base+"#/cluster"),
 		chromedp.WaitVisible(chromedp.CSS(`#broker-3[data-state="down"]`)),
-		waitText("#brokers-up", "2 / 3"))
+		waitText("#brokers-up", "2 / 3"),
+		chromedp.Poll[chromedp.Void](`document.querySelector("#partitions-health").textContent.includes("under-replicated")`,
+			chromedp.WithPollingInterval(100*time.Millisecond)))
 	b.shot("cluster-broker-3-down")
 	c.Restart(3)
 	b.run("broker back", wait, chromedp.WaitVisible(chromedp.CSS(`#broker-3[data-state="up"]`)),
-		waitText("#brokers-up", "3 / 3"))
+		waitText("#brokers-up", "3 / 3"),
+		waitText("#partitions-health", "all in sync"))
 	b.shot("cluster-broker-3-back")
 }

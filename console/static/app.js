@@ -128,8 +128,8 @@ function clusterPage() {
     try { c = await api("cluster"); } catch (e) { el.innerHTML = errorBox(e); return; }
     const up = c.brokers.filter((b) => b.state === "up").length;
     const health = c.ready ? `<span class="badge ok">ready</span>` : `<span class="badge bad" title="${esc(c.notReady)}">not ready</span>`;
-    const parts = c.offline > 0 ? `<span class="badge bad">${c.offline} offline</span>` :
-      c.underReplicated > 0 ? `<span class="badge warn">${c.underReplicated} under-replicated</span>` : `<span class="badge ok">all in sync</span>`;
+    const parts = `<span id="partitions-health">` + (c.offline > 0 ? `<span class="badge bad">${c.offline} offline</span>` :
+      c.underReplicated > 0 ? `<span class="badge warn">${c.underReplicated} under-replicated</span>` : `<span class="badge ok">all in sync</span>`) + "</span>";
     el.innerHTML = `
       <div class="cards">
         <div class="card"><div class="label">Cluster id</div><div class="value" id="cluster-id">${esc(c.clusterId)}</div></div>
@@ -561,11 +561,13 @@ function fmtRate(unit) { return (v) => (v >= 1e6 ? (v / 1e6).toFixed(1) + "M" : 
 function drawCharts() {
   const last = history_[history_.length - 1];
   const reqs = last ? Object.keys(last.latency).sort() : [];
-  // Kafka splits Fetch into FetchConsumer and FetchFollower; a
-  // follower's fetch waits out its max wait, so it is not charted.
-  const shown = reqs.filter((r) => r === "Produce" || r === "FetchConsumer" || r === "Fetch");
+  // Kafka splits Fetch into FetchConsumer and FetchFollower.
+  const shown = reqs.filter((r) => r === "FetchConsumer" || r === "Fetch");
   const latSeries = [];
-  for (const r of (shown.length ? shown : reqs.slice(0, 3))) {
+  // Produce alone when there is one: a consumer's fetch waits out its
+  // max wait (seconds), which would flatten Produce's milliseconds.
+  const one = reqs.includes("Produce") ? ["Produce"] : shown.length ? shown : reqs.slice(0, 2);
+  for (const r of one) {
     latSeries.push({ name: r + " mean", points: latencyMean(r) });
     if (last.latency[r].bounds) latSeries.push({ name: r + " p99", points: latencyQuantile(r, 0.99) });
   }
@@ -585,7 +587,7 @@ function chartsPage() {
       <div class="chart"><h3>Bytes in / out per second</h3><canvas id="chart-bytes"></canvas><div class="legend" id="chart-bytes-legend"></div></div>
       <div class="chart"><h3>Records in per second</h3><canvas id="chart-records"></canvas><div class="legend" id="chart-records-legend"></div></div>
       <div class="chart"><h3>Requests per second</h3><canvas id="chart-requests"></canvas><div class="legend" id="chart-requests-legend"></div></div>
-      <div class="chart"><h3>Request latency</h3><canvas id="chart-latency"></canvas><div class="legend" id="chart-latency-legend"></div>
+      <div class="chart"><h3>Request latency (TotalTimeMs)</h3><canvas id="chart-latency"></canvas><div class="legend" id="chart-latency-legend"></div>
         <p class="muted hidden" id="latency-note">This node exports no request latency family (kafka_network_requestmetrics_totaltimems) yet.</p></div>
     </div>`;
   drawCharts();
