@@ -215,7 +215,7 @@ func TestMetricsCostSummary(t *testing.T) {
 		t.Fatalf("-metrics-cost 3 -scrape-interval 2s: got %d, %s", cfg.metricsCost, cfg.scrapeEvery)
 	}
 	c := &costResults{runs: []costRun{
-		{round: 1, on: false, mibs: 100}, {round: 1, on: true, mibs: 99, scrapes: 12},
+		{round: 1, on: false, mibs: 100, cpu: 10 * time.Second, sent: 2 << 30}, {round: 1, on: true, mibs: 99, scrapes: 12, cpu: 11 * time.Second, sent: 2 << 30},
 		{round: 2, on: true, mibs: 90, scrapes: 12}, {round: 2, on: false, mibs: 96},
 		{round: 3, on: false, mibs: 104}, {round: 3, on: true, mibs: 0},
 	}, errs: []string{"round 3 sluice+metrics produce: boom"}}
@@ -231,9 +231,10 @@ func TestMetricsCostSummary(t *testing.T) {
 	var out strings.Builder
 	c.write(&out, cfg)
 	for _, want := range []string{
-		"| 1 | off, on | 100 | 99.0 | 0.990 | 12 (0) |",
-		"| 2 | on, off | 96.0 | 90.0 | 0.938 | 12 (0) |",
-		"| 3 | off, on | 104 | failed | — | 0 (0) |",
+		"| 1 | off, on | 100 | 99.0 | 0.990 | 12 (0) | 5.00 | 5.50 |",
+		"| 2 | on, off | 96.0 | 90.0 | 0.938 | 12 (0) | — | — |",
+		"| 3 | off, on | 104 | failed | — | 0 (0) | — | — |",
+		"off 5.00 s, on 5.50 s  on / off 1.100",
 		"on / off of the medians: 0.945 (goal ≥ 0.97, within 3 %: NOT met)",
 		"FAILED round 3 sluice+metrics produce: boom",
 	} {

@@ -38,6 +38,12 @@ type costRun struct {
 	// scrapes and scrapeErrs count the scraper's fetches of the "on"
 	// variant's nodes.
 	scrapes, scrapeErrs int
+	// cpu is the CPU time (user + system) the cluster's nodes used over
+	// their whole life, sent the record bytes acknowledged (warm-up
+	// included): CPU per byte moves far less with the machine's other
+	// load than throughput does.
+	cpu  time.Duration
+	sent int64
 }
 
 // costResults are the runs of -metrics-cost and the failures.
@@ -114,8 +120,13 @@ func runMetricsCost(ctx context.Context, cfg *config, logw io.Writer) (*costResu
 			if !cfg.keep {
 				os.RemoveAll(r.dir)
 			}
-			run := costRun{round: round, on: on}
+			run := costRun{round: round, on: on, sent: r.ledgers.of(produceTopic).counts().uncompressed}
 			run.mibs, _ = res.get("produce_mibs", r.name())
+			for _, n := range sys.lastNodes {
+				if n.proc != nil && n.proc.cmd.ProcessState != nil {
+					run.cpu += n.proc.cmd.ProcessState.UserTime() + n.proc.cmd.ProcessState.SystemTime()
+				}
+			}
 			for _, e := range res.errs {
 				out.errs = append(out.errs, fmt.Sprintf("round %d %s", round, e))
 			}
@@ -190,8 +201,8 @@ func spread(v []float64) string {
 func (c *costResults) write(w io.Writer, cfg *config) {
 	fmt.Fprintf(w, "metrics cost: workload 1 (producer throughput, MiB/s), sluice, metrics.listener off vs on (scraped every %s), %s timed after %s warm-up, %d rounds\n\n",
 		cfg.scrapeEvery, cfg.produceTime, cfg.warmup, cfg.metricsCost)
-	fmt.Fprintln(w, "| round | order | off MiB/s | on MiB/s | on / off | scrapes (failed) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| round | order | off MiB/s | on MiB/s | on / off | scrapes (failed) | off CPU s/GiB | on CPU s/GiB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	byRound := map[int][2]*costRun{}
 	var rounds []int
 	for i := range c.runs {
@@ -226,7 +237,7 @@ func (c *costResults) write(w io.Writer, cfg *config) {
 		if pair[1] != nil {
 			scrapes = fmt.Sprintf("%d (%d)", pair[1].scrapes, pair[1].scrapeErrs)
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s |\n", n, order, cell(pair[0]), cell(pair[1]), ratio, scrapes)
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", n, order, cell(pair[0]), cell(pair[1]), ratio, scrapes, cpuCell(pair[0]), cpuCell(pair[1]))
 	}
 	off, on, ratios := c.figures(false), c.figures(true), c.roundRatios()
 	fmt.Fprintln(w)
@@ -234,6 +245,10 @@ func (c *costResults) write(w io.Writer, cfg *config) {
 	fmt.Fprintf(tw, "off\tmedian %s MiB/s\tspread %s\n", formatValue(medianOf(off)), spread(off))
 	fmt.Fprintf(tw, "on\tmedian %s MiB/s\tspread %s\n", formatValue(medianOf(on)), spread(on))
 	fmt.Fprintf(tw, "on / off per round\tmedian %.3f\trange %s\n", medianOf(ratios), rangeText(ratios))
+	offCPU, onCPU := c.cpuPerGiB(false), c.cpuPerGiB(true)
+	if offCPU > 0 && onCPU > 0 {
+		fmt.Fprintf(tw, "nodes' CPU per GiB sent\toff %.2f s, on %.2f s\ton / off %.3f (all rounds summed)\n", offCPU, onCPU, onCPU/offCPU)
+	}
 	tw.Flush()
 	if m0, m1 := medianOf(off), medianOf(on); m0 > 0 && m1 > 0 {
 		verdict := "met"
@@ -245,6 +260,31 @@ func (c *costResults) write(w io.Writer, cfg *config) {
 	for _, e := range c.errs {
 		fmt.Fprintf(w, "FAILED %s\n", strings.ReplaceAll(e, "\n", "\n    "))
 	}
+}
+
+// cpuCell is a run's nodes' CPU seconds per GiB sent, or "—".
+func cpuCell(r *costRun) string {
+	if r == nil || r.mibs == 0 || r.sent == 0 || r.cpu == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", r.cpu.Seconds()/(float64(r.sent)/(1<<30)))
+}
+
+// cpuPerGiB is one variant's CPU seconds per GiB sent over the runs that
+// completed, 0 without any.
+func (c *costResults) cpuPerGiB(on bool) float64 {
+	var cpu time.Duration
+	var sent int64
+	for _, r := range c.runs {
+		if r.on == on && r.mibs > 0 && r.sent > 0 {
+			cpu += r.cpu
+			sent += r.sent
+		}
+	}
+	if sent == 0 || cpu == 0 {
+		return 0
+	}
+	return cpu.Seconds() / (float64(sent) / (1 << 30))
 }
 
 // rangeText is "min–max" of ratios, or "—".

@@ -31,6 +31,7 @@ type sluiceSystem struct {
 	metrics     bool
 	scrapeEvery time.Duration
 	scraped     *scraper // the last cluster's scraper, to check after it stopped
+	lastNodes   []*node  // the last cluster's nodes, for their CPU time once stopped
 }
 
 func (s *sluiceSystem) name() string {
@@ -122,6 +123,7 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec 
 		c.stop(10 * time.Second)
 		return nil, fmt.Errorf("sluice cluster did not form: %w", err)
 	}
+	s.lastNodes = c.nodes
 	if s.metrics {
 		c.scraper = startScraper(c.nodes, s.scrapeEvery)
 		s.scraped = c.scraper
