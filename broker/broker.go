@@ -116,6 +116,9 @@ type Broker struct {
 	wg       sync.WaitGroup
 	closed   atomic.Bool
 	serveErr chan error
+	// halted closes when the broker shuts itself down (Halted), stopped
+	// when a shutdown has finished.
+	halted, stopped chan struct{}
 }
 
 // Options tunes a Broker for tests and embedding.
@@ -160,6 +163,8 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		dial:       opts.Dial,
 		partitions: make(map[logstore.TopicPartition]*partition),
 		serveErr:   make(chan error, 1),
+		halted:     make(chan struct{}),
+		stopped:    make(chan struct{}),
 		applied:    make(chan struct{}),
 		peers:      peerClient{ctrlDial: opts.RaftDial},
 		mutationRates: quotas.NewMutationRates(int(cfg.ControllerQuotaWindowNum),
@@ -433,8 +438,10 @@ func (b *Broker) Crash() error {
 
 func (b *Broker) shutdown(clean bool) error {
 	if !b.closed.CompareAndSwap(false, true) {
+		<-b.stopped // another shutdown runs: return once it has finished
 		return nil
 	}
+	defer close(b.stopped)
 	if clean {
 		// Leaderships move to other in-sync replicas while this node still
 		// answers, so clients find the new leaders at once.

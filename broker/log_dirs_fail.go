@@ -16,12 +16,23 @@ package broker
 // offline on this node, which leave their ISRs and lose their
 // leaderships as when a broker dies, and are not elected while the
 // directory is offline. A restart checks the directory again.
+//
+// If the controller has not acknowledged a directory that failed while
+// running within log.dir.failure.timeout.ms (Kafka's
+// BrokerLifecycleManager.propagateDirectoryFailure), the node shuts itself
+// down, as Kafka's broker does, rather than keep leading replicas the
+// cluster still believes it serves: acknowledged means this node's metadata
+// image has the directory among the node's offline log dirs, which the
+// controller writes on receiving the heartbeat that reports it. Halted
+// tells the binary, which exits with an error.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -102,9 +113,57 @@ func (b *Broker) takeFailedDirsOffline() {
 	for _, ld := range failed {
 		ld.dir.Abandon()
 		b.logger.Error("log dir taken offline", "dir", ld.path, "replicas", len(gone))
+		go b.awaitDirFailureAck(ld)
 	}
 	b.kickReplication()
 }
+
+// dirFailureTimeoutKey bounds how long the controller may take to learn of
+// a failed log dir.
+const dirFailureTimeoutKey = "log.dir.failure.timeout.ms"
+
+// awaitDirFailureAck waits until this node's metadata image has ld among
+// its offline log dirs, and shuts the broker down if that takes longer
+// than log.dir.failure.timeout.ms.
+func (b *Broker) awaitDirFailureAck(ld *logDir) {
+	timeout := 30 * time.Second
+	if v, ok := b.cfg.Get(dirFailureTimeoutKey); ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		b.appliedMu.Lock()
+		applied := b.applied
+		b.appliedMu.Unlock()
+		if img := b.metadata(); img != nil {
+			if nb := img.Brokers[b.cfg.NodeID]; nb != nil && slices.Contains(nb.OfflineLogDirs, ld.id) {
+				return
+			}
+		}
+		select {
+		case <-applied:
+		case <-b.stopped:
+			return
+		case <-deadline.C:
+			if b.closed.Load() {
+				return
+			}
+			b.logger.Error("shutting down because the controller has not acknowledged an offline log dir within log.dir.failure.timeout.ms",
+				"dir", ld.path, "timeout", timeout)
+			b.dir.haltOnce.Do(func() { close(b.halted) })
+			b.Close()
+			return
+		}
+	}
+}
+
+// Halted is closed when the broker has shut itself down (a failed log dir
+// the controller did not acknowledge in time); Close returns once the
+// shutdown has finished.
+func (b *Broker) Halted() <-chan struct{} { return b.halted }
 
 // offlineReport is this node's report of its failed directories and the
 // replicas offline with them (those in a failed directory and those that

@@ -89,8 +89,9 @@ type logDirs struct {
 	// directory is offline (they may be in it): offline replicas too.
 	unplaced map[logstore.TopicPartition]bool
 	// failed wakes the broker's handling of a directory failing while
-	// running (log_dirs_fail.go).
-	failed chan struct{}
+	// running (log_dirs_fail.go); haltOnce closes Broker.halted once.
+	failed   chan struct{}
+	haltOnce sync.Once
 	// started is set once the node's first image is reconciled: until
 	// then the metadata log is being replayed, and a partition it
 	// creates is not new to this node (Open).

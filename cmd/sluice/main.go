@@ -117,7 +117,13 @@ func run(start time.Time, args []string) error {
 		printContainerReady(os.Stdout, b.NodeID())
 	}
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-b.Halted():
+		// The broker shut itself down (log.dir.failure.timeout.ms).
+		b.Close()
+		return errors.New("the broker shut itself down: a failed log dir was not acknowledged by the controller in time")
+	}
 	stop()
 	logger.Info("shutting down")
 	if err := b.Close(); err != nil && !errors.Is(err, context.Canceled) {
