@@ -313,8 +313,8 @@ func TestAlterGroupConfigsValidation(t *testing.T) {
 			"Can't APPEND to key consumer.session.timeout.ms because its type is not LIST."},
 		{"empty group id", "", []string{"set:consumer.session.timeout.ms=50000"}, kerr.InvalidRequest.Code,
 			"Default group resources are not allowed."},
-		{"share groups", group, []string{"set:share.assignment.interval.ms=0"}, kerr.InvalidConfig.Code,
-			`share.assignment.interval.ms cannot be set: this share group (KIP-932) setting is not supported by sluice yet, so only its default "1000" may be set`},
+		{"share assignment interval above max", group, []string{"set:share.assignment.interval.ms=15001"}, kerr.InvalidConfig.Code,
+			"share.assignment.interval.ms must be in the range 0 to 15000 inclusive."},
 		{"share session below min", group, []string{"set:share.session.timeout.ms=1000"}, kerr.InvalidConfig.Code,
 			"share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
 		{"streams assignment interval above max", group, []string{"set:streams.assignment.interval.ms=15001"}, kerr.InvalidConfig.Code,
@@ -337,7 +337,7 @@ func TestAlterGroupConfigsValidation(t *testing.T) {
 		t.Errorf("refused changes left consumer.session.timeout.ms at %s, want 50000", str(c.Value))
 	}
 	// Setting a not-yet-supported key to its default is no promise broken.
-	mustAlterGroupConfigs(t, cl, group, "set:share.assignment.interval.ms=1000")
+	mustAlterGroupConfigs(t, cl, group, "set:consumer.assignment.interval.ms=1000")
 }
 
 // TestGroupConfigsInMetadataLog: a group config set through one node of a

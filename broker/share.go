@@ -53,20 +53,33 @@ func (b *Broker) registerShareHandlers(r quotaRouter) {
 	r.Register(92, 0, 0, b.handleDeleteShareGroupOffsets)   // 92_delete_share_group_offsets.go
 }
 
-// shareGroupSettings returns the session timeout and heartbeat interval a
-// share group runs with now: its share.session.timeout.ms and
-// share.heartbeat.interval.ms group configs where set, else the broker's
-// group.share.* values. The heartbeat handler reads them on every
-// heartbeat, so a change applies from each member's next heartbeat; they
-// are also groups.Config.ShareGroupSettings (members restored at a load).
+// shareGroupSettings returns the session timeout, heartbeat interval and
+// assignment interval a share group runs with now: its
+// share.session.timeout.ms, share.heartbeat.interval.ms and
+// share.assignment.interval.ms group configs where set, else the broker's
+// group.share.* values (group.share.assignment.interval.ms as altered
+// dynamically for this broker or the cluster, else as configured, capped
+// to group.share.min/max.assignment.interval.ms). The heartbeat handler
+// reads them on every heartbeat, so a change applies from each member's
+// next heartbeat; they are also groups.Config.ShareGroupSettings (members
+// restored at a load, changes made outside a heartbeat).
 func (b *Broker) shareGroupSettings(group string) groups.ShareGroupSettings {
 	var set map[string]string
-	if img := b.metadata(); img != nil {
+	img := b.metadata()
+	if img != nil {
 		set = img.GroupConfigs[group]
 	}
 	t := b.cfg.ShareGroupTimeouts(set)
+	interval, ok := set["share.assignment.interval.ms"]
+	if !ok {
+		perBroker, clusterDefault := b.dynamicBrokerConfigs(img)
+		if interval, ok = perBroker["group.share.assignment.interval.ms"]; !ok {
+			interval = clusterDefault["group.share.assignment.interval.ms"]
+		}
+	}
 	return groups.ShareGroupSettings{
-		SessionTimeout:    time.Duration(t.SessionTimeoutMs) * time.Millisecond,
-		HeartbeatInterval: time.Duration(t.HeartbeatIntervalMs) * time.Millisecond,
+		SessionTimeout:     time.Duration(t.SessionTimeoutMs) * time.Millisecond,
+		HeartbeatInterval:  time.Duration(t.HeartbeatIntervalMs) * time.Millisecond,
+		AssignmentInterval: b.cfg.ShareGroupAssignmentInterval(interval),
 	}
 }

@@ -132,8 +132,13 @@ func (m *shareMember) joinAssigned(ctx context.Context, t *testing.T, cl *kgo.Cl
 	})
 }
 
+// shareNode starts a node whose share groups have short sessions and
+// heartbeats, and compute their target assignment at every change
+// (group.share.assignment.interval.ms=0), so that the membership tests see
+// each change at the next heartbeat; extra overrides come last.
 func shareNode(t *testing.T, extra ...string) *sluicetest.Node {
 	return sluicetest.Start(t, append([]string{
+		"group.share.assignment.interval.ms=0",
 		"group.share.min.session.timeout.ms=1000",
 		"group.share.session.timeout.ms=2000",
 		"group.share.min.heartbeat.interval.ms=100",

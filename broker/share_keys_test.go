@@ -259,3 +259,86 @@ func TestShareStateTopicCompressionCodec(t *testing.T) {
 		t.Fatalf("after a restart acquired %q, want 3-4 delivered a second time (0-2 were accepted, 3-4 released once)", got)
 	}
 }
+
+// TestShareGroupAssignmentInterval: KIP-1263's batching of share group
+// assignments. A member joining within the group's assignment interval of
+// the last computation moves the group epoch at once, but gets no
+// partitions until the target is computed again: ShareGroupDescribe shows
+// the assignment epoch behind the group epoch. The interval is the group's
+// share.assignment.interval.ms, else group.share.assignment.interval.ms as
+// altered dynamically for the cluster; setting it to 0 lets the next
+// heartbeat compute the target, and the new member gets its partitions.
+// The old code refused the key and any group value but the default, and
+// computed the target at every change.
+func TestShareGroupAssignmentInterval(t *testing.T) {
+	broker.ForceShareGroups(t)
+	n := shareNode(t) // group.share.assignment.interval.ms=0
+	const topic = "sq-interval"
+	createTopic(t, n, topic, 1, nil)
+	cl := n.Client()
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topics := []string{topic}
+
+	// lagging joins b to group after a while it must wait, and checks the
+	// target is not computed for it; release makes the interval 0 and
+	// checks that b's next heartbeat gets it its partition.
+	check := func(group string, wait, release func()) {
+		t.Helper()
+		a := &shareMember{id: group + "-a"}
+		a.joinAssigned(ctx, t, cl, group, topics)
+		wait()
+		b := &shareMember{id: group + "-b"}
+		b.join(ctx, t, cl, group, topics)
+		if len(b.assigned) != 0 {
+			t.Fatalf("%s: b was assigned %v at once; want nothing within the assignment interval", group, b.assigned)
+		}
+		if d := shareDescribe(ctx, t, cl, group); d.AssignmentEpoch >= d.GroupEpoch {
+			t.Fatalf("%s: assignment epoch %d, group epoch %d; want the assignment behind", group, d.AssignmentEpoch, d.GroupEpoch)
+		}
+		release()
+		sluicetest.WaitFor(t, 30*time.Second, func() error {
+			if err := b.beat(ctx, t, cl, group, nil); err != nil {
+				return err
+			}
+			if len(b.assigned) == 0 {
+				return errors.New("b has no partition yet")
+			}
+			return nil
+		})
+		if d := shareDescribe(ctx, t, cl, group); d.AssignmentEpoch != d.GroupEpoch {
+			t.Fatalf("%s: assignment epoch %d, group epoch %d after the computation", group, d.AssignmentEpoch, d.GroupEpoch)
+		}
+	}
+
+	// The group's own share.assignment.interval.ms.
+	check("g-interval-group", func() {
+		mustAlterGroupConfigs(t, cl, "g-interval-group", "set:share.assignment.interval.ms=15000")
+	}, func() {
+		mustAlterGroupConfigs(t, cl, "g-interval-group", "set:share.assignment.interval.ms=0")
+	})
+	// group.share.assignment.interval.ms altered for the cluster.
+	check("g-interval-broker", func() {
+		if err := alterClusterDefault(t, n, "group.share.assignment.interval.ms", "15000"); err != nil {
+			t.Fatal(err)
+		}
+		sluicetest.WaitFor(t, 10*time.Second, func() error {
+			c := groupConfig(t, describeGroupConfigs(t, cl, "g-interval-broker"), "share.assignment.interval.ms")
+			if str(c.Value) != "15000" {
+				return errors.New("the dynamic value is not in force yet")
+			}
+			return nil
+		})
+	}, func() {
+		if err := alterClusterDefault(t, n, "group.share.assignment.interval.ms", "0"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// A group value outside the broker's bounds is refused.
+	if code, msg := alterGroupConfigs(t, cl, "g-interval-group", false, "set:share.assignment.interval.ms=15001"); code != kerr.InvalidConfig.Code ||
+		!strings.Contains(msg, "share.assignment.interval.ms must be in the range 0 to 15000 inclusive.") {
+		t.Errorf("share.assignment.interval.ms=15001: %v (%s), want INVALID_CONFIG", kerr.ErrorForCode(code), msg)
+	}
+}

@@ -186,6 +186,9 @@ type Broker struct {
 	ShareGroupMinPartitionMaxRecordLocks int32 // group.share.min.partition.max.record.locks
 	ShareGroupMaxPartitionMaxRecordLocks int32 // group.share.max.partition.max.record.locks
 	ShareGroupMaxShareSessions           int32 // group.share.max.share.sessions
+	ShareGroupAssignmentIntervalMs       int32 // group.share.assignment.interval.ms (static value)
+	ShareGroupMinAssignmentIntervalMs    int32 // group.share.min.assignment.interval.ms
+	ShareGroupMaxAssignmentIntervalMs    int32 // group.share.max.assignment.interval.ms
 
 	ShareCoordinatorStateTopicNumPartitions     int32 // share.coordinator.state.topic.num.partitions
 	ShareCoordinatorStateTopicReplicationFactor int16 // share.coordinator.state.topic.replication.factor
@@ -364,6 +367,9 @@ var bindings = []binding{
 	fieldFor("group.share.min.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupMinPartitionMaxRecordLocks }),
 	fieldFor("group.share.max.partition.max.record.locks", func(b *Broker) any { return &b.ShareGroupMaxPartitionMaxRecordLocks }),
 	fieldFor("group.share.max.share.sessions", func(b *Broker) any { return &b.ShareGroupMaxShareSessions }),
+	fieldFor("group.share.assignment.interval.ms", func(b *Broker) any { return &b.ShareGroupAssignmentIntervalMs }),
+	fieldFor("group.share.min.assignment.interval.ms", func(b *Broker) any { return &b.ShareGroupMinAssignmentIntervalMs }),
+	fieldFor("group.share.max.assignment.interval.ms", func(b *Broker) any { return &b.ShareGroupMaxAssignmentIntervalMs }),
 	fieldFor("group.streams.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupSessionTimeoutMs }),
 	fieldFor("group.streams.min.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMinSessionTimeoutMs }),
 	fieldFor("group.streams.max.session.timeout.ms", func(b *Broker) any { return &b.StreamsGroupMaxSessionTimeoutMs }),

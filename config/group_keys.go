@@ -16,7 +16,9 @@ package config
 // share.record.lock.duration.ms, share.delivery.count.limit,
 // share.partition.max.record.locks, errors.deadletterqueue.topic.name and
 // errors.deadletterqueue.copy.record.enable on share groups' partitions
-// (broker/share_partitions.go, broker/share_dlq.go). Every other key
+// (broker/share_partitions.go, broker/share_dlq.go), and
+// share.assignment.interval.ms on share groups' assignments
+// (groups/share.go). Every other key
 // belongs to a feature sluice does not have yet (share groups, streams
 // groups, batched or offloaded assignment): it is described with its
 // default, and setting any other value is refused with INVALID_CONFIG and a
@@ -157,8 +159,8 @@ var groupKeyList = []GroupKey{
 		Doc: "Whether a share group delivers only committed transactional records (read_committed) or all records (read_uncommitted).", check: groupOneOf("read_committed", "read_uncommitted")},
 	{Name: "share.renew.acknowledge.enable", Type: TypeBoolean, Default: "true", Support: GroupShareOnly,
 		Doc: "Whether share group members may renew their acquisition locks."},
-	{Name: "share.assignment.interval.ms", Type: TypeInt, Default: "1000", BrokerSynonym: "group.share.assignment.interval.ms", Support: GroupShareOnly,
-		Doc: "The interval between assignment updates for a share group.", check: groupAtLeast(0)},
+	{Name: "share.assignment.interval.ms", Type: TypeInt, Default: "1000", BrokerSynonym: "group.share.assignment.interval.ms", Support: GroupEnforced,
+		Doc: "The least time between two runs of the group's share assignor (KIP-1263): a change of the group moves its epoch at once, and the target assignment is computed again at the first heartbeat once this long has passed since the last computation. It must lie within group.share.min.assignment.interval.ms and group.share.max.assignment.interval.ms.", check: groupAtLeast(0)},
 	{Name: "share.assignor.offload.enable", Type: TypeBoolean, Default: "true", BrokerSynonym: "group.share.assignor.offload.enable", Internal: true, Support: GroupShareOnly,
 		Doc: "Whether share group assignment runs on a background thread."},
 	{Name: "streams.session.timeout.ms", Type: TypeInt, Default: "45000", BrokerSynonym: "group.streams.session.timeout.ms", Support: GroupEnforced,

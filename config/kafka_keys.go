@@ -162,10 +162,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("client.quota.callback.class", TypeClass, nil, ro, "Plugin class computing client quotas.").later(0, whyJavaPlugin),
 	bk("replication.quota.window.num", TypeInt, v("11"), ro, "Quota measurement: samples kept and seconds per sample.").later(0, whyReplicationWindow),
 	bk("replication.quota.window.size.seconds", TypeInt, v("1"), ro, "Quota measurement: samples kept and seconds per sample.").later(0, whyReplicationWindow),
-	// Share groups (KIP-932): issue 20.
-	bk("group.share.assignment.interval.ms", TypeInt, v("1000"), cw, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.max.assignment.interval.ms", TypeInt, v("15000"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
-	bk("group.share.min.assignment.interval.ms", TypeInt, v("0"), ro, "Share group (KIP-932) setting.").later(20, "share groups (KIP-932)"),
 	// The share-group dead-letter queue (KIP-1191): issue 20.
 	bk("errors.deadletterqueue.auto.create.topics.enable", TypeBoolean, v("false"), cw, "Whether a share group's dead-letter queue topic (errors.deadletterqueue.topic.name, KIP-1191) that does not exist is created at its first dead-letter write, with num.partitions, default.replication.factor and errors.deadletterqueue.group.enable=true, instead of the write being refused (its records archived without a DLQ record). The name must still start with errors.deadletterqueue.topic.name.prefix."),
 	bk("errors.deadletterqueue.topic.name.prefix", TypeString, v("dlq."), cw, "The required prefix of share groups' dead-letter queue topic names (KIP-1191); \"\" allows any name."),

@@ -10,12 +10,18 @@ package config
 // also checks group.share.max.share.sessions against group.share.max.size,
 // as Kafka does: a full group's members must fit in the session cache.
 // group.share.assignors may name only Kafka's simple assignor, the one
-// sluice has (groups/share_assign.go).
+// sluice has (groups/share_assign.go). group.share.assignment.interval.ms
+// (KIP-1263), dynamic cluster-wide, and the share.assignment.interval.ms
+// group config lie within group.share.min/max.assignment.interval.ms: a
+// static value outside is refused at start (GroupCoordinatorConfig's
+// checks), a group value is refused by ValidateGroup, and a dynamic value
+// is capped at use (ShareGroupAssignmentInterval), as Kafka clamps it.
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SimpleAssignorClass is the class of Kafka's simple share group
@@ -97,14 +103,41 @@ func (b *Broker) validateShareGroupKeys() error {
 			return invalid(c.key, c.other)
 		}
 	}
+	// GroupCoordinatorConfig's checks of the assignment interval.
+	const key, minKey, maxKey = "group.share.assignment.interval.ms", "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms"
+	switch {
+	case b.ShareGroupMaxAssignmentIntervalMs < b.ShareGroupMinAssignmentIntervalMs:
+		return invalid(maxKey, minKey)
+	case b.ShareGroupAssignmentIntervalMs < b.ShareGroupMinAssignmentIntervalMs:
+		return invalid(key, minKey)
+	case b.ShareGroupAssignmentIntervalMs > b.ShareGroupMaxAssignmentIntervalMs:
+		return &KeyError{Key: key, Detail: fmt.Sprintf("%s must be less than or equal to %s", key, maxKey), Kind: ErrInvalidValue}
+	}
 	return nil
+}
+
+// ShareGroupAssignmentInterval returns the assignment interval of a share
+// group whose share.assignment.interval.ms resolves to value (its own, or
+// the broker's dynamic or static group.share.assignment.interval.ms, as
+// DescribeGroup resolves it), capped to the broker's
+// group.share.min/max.assignment.interval.ms as Kafka caps it; the
+// broker's static value when value does not parse.
+func (b *Broker) ShareGroupAssignmentInterval(value string) time.Duration {
+	ms := int64(b.ShareGroupAssignmentIntervalMs)
+	if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32); err == nil && n >= 0 {
+		ms = n
+	}
+	ms = min(max(ms, int64(b.ShareGroupMinAssignmentIntervalMs)), int64(b.ShareGroupMaxAssignmentIntervalMs))
+	return time.Duration(ms) * time.Millisecond
 }
 
 // validateSharePartitionKeys checks the share-partition keys set on a
 // group (parsed: canonical values) against the broker's
 // group.share.min/max.* bounds, as Kafka's GroupConfig.validateValues does.
 func (b *Broker) validateSharePartitionKeys(parsed map[string]string) error {
-	for _, c := range b.shareBounds() {
+	bounds := append(b.shareBounds(), shareBound{groupKey: "share.assignment.interval.ms",
+		min: b.ShareGroupMinAssignmentIntervalMs, max: b.ShareGroupMaxAssignmentIntervalMs})
+	for _, c := range bounds {
 		s, set := parsed[c.groupKey]
 		if !set {
 			continue

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestValidateShareGroupKeys: the share-partition defaults must lie within
@@ -36,6 +37,13 @@ func TestValidateShareGroupKeys(t *testing.T) {
 			"config: group.share.max.share.sessions: group.share.max.share.sessions must be greater than or equal to group.share.max.size", ""},
 		{"share sessions with a small group", []string{"group.share.max.share.sessions=1", "group.share.max.size=1"}, "", ""},
 		{"no share sessions", []string{"group.share.max.share.sessions=0"}, "", "group.share.max.share.sessions"},
+		{"assignment interval bounds cross", []string{"group.share.min.assignment.interval.ms=2000", "group.share.max.assignment.interval.ms=1000"},
+			"config: group.share.max.assignment.interval.ms: group.share.max.assignment.interval.ms must be greater than or equal to group.share.min.assignment.interval.ms", ""},
+		{"assignment interval below its min", []string{"group.share.min.assignment.interval.ms=2000"},
+			"config: group.share.assignment.interval.ms: group.share.assignment.interval.ms must be greater than or equal to group.share.min.assignment.interval.ms", ""},
+		{"assignment interval above its max", []string{"group.share.assignment.interval.ms=20000"},
+			"config: group.share.assignment.interval.ms: group.share.assignment.interval.ms must be less than or equal to group.share.max.assignment.interval.ms", ""},
+		{"assignment interval 0", []string{"group.share.assignment.interval.ms=0"}, "", ""},
 		{"delivery count out of range", []string{"group.share.delivery.count.limit=11"}, "", "group.share.delivery.count.limit"},
 		{"min lock out of range", []string{"group.share.min.record.lock.duration.ms=999"}, "", "group.share.min.record.lock.duration.ms"},
 	} {
@@ -135,6 +143,21 @@ func TestShareStateCompressionCodecKey(t *testing.T) {
 		_, err := Load("", []string{"share.coordinator.state.topic.compression.codec=" + v})
 		if want := "config: share.coordinator.state.topic.compression.codec: Unknown compression type id: " + v + " (in --override)"; err == nil || err.Error() != want || !errors.Is(err, ErrInvalidValue) {
 			t.Fatalf("codec %s: %v, want %s", v, err, want)
+		}
+	}
+}
+
+// TestShareGroupAssignmentIntervalCapped: a group's assignment interval
+// (its own, or the broker's dynamic value) is capped to the broker's
+// group.share.min/max.assignment.interval.ms.
+func TestShareGroupAssignmentIntervalCapped(t *testing.T) {
+	b, err := Load("", []string{"group.share.min.assignment.interval.ms=100", "group.share.max.assignment.interval.ms=5000", "group.share.assignment.interval.ms=300"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for value, want := range map[string]time.Duration{"": 300 * time.Millisecond, "0": 100 * time.Millisecond, "2000": 2 * time.Second, "9000": 5 * time.Second} {
+		if got := b.ShareGroupAssignmentInterval(value); got != want {
+			t.Errorf("interval %q: %v, want %v", value, got, want)
 		}
 	}
 }

@@ -57,12 +57,22 @@ import (
 const shareAssignorName = "simple"
 
 // ShareGroupSettings are the settings one share group may override with
-// its group configs (share.session.timeout.ms and
-// share.heartbeat.interval.ms). A zero field means the coordinator's
-// Config value (the broker's group.share.* default).
+// its group configs (share.session.timeout.ms, share.heartbeat.interval.ms
+// and share.assignment.interval.ms). A zero SessionTimeout or
+// HeartbeatInterval means the coordinator's Config value (the broker's
+// group.share.* default).
 type ShareGroupSettings struct {
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
+	// AssignmentInterval is the least time between two computations of
+	// the group's target assignment (KIP-1263's assignment batching,
+	// share.assignment.interval.ms, else group.share.assignment.interval.ms):
+	// a change of the group (a member joins, leaves or changes its
+	// subscription, a topic changes) moves the group epoch at once, but
+	// the assignor runs again only once the interval since its last run
+	// has passed, at the first heartbeat after that; until then members
+	// keep the last target. 0: at every change, as before KIP-1263.
+	AssignmentInterval time.Duration
 }
 
 // shareMember is one member of a share group.
@@ -80,8 +90,12 @@ type shareMember struct {
 type shareGroup struct {
 	epoch           int32 // group epoch
 	assignmentEpoch int32 // epoch of target
-	members         map[string]*shareMember
-	target          map[string]map[topicID][]int32
+	// assignmentTime is when target was last computed (zero: never, or
+	// not since a load); the next computation waits for the group's
+	// assignment interval past it.
+	assignmentTime time.Time
+	members        map[string]*shareMember
+	target         map[string]map[topicID][]int32
 
 	// topics is the resolved subscription of the whole group as of the
 	// last target assignment (subscribed topics that exist); nil after a
@@ -291,7 +305,7 @@ func (c *Coordinator) removeShareMemberLocked(g *group, m *shareMember, now time
 	sg.markMetadata(m.id)
 	sg.markTarget(m.id)
 	sg.markCurrent(m.id)
-	c.bumpShareGroupLocked(g, now)
+	c.bumpShareGroupLocked(g, now, c.shareAssignmentInterval(g.name))
 }
 
 // shareHeartbeatLocked is a join or a regular heartbeat.
@@ -336,8 +350,13 @@ func (c *Coordinator) shareHeartbeatLocked(g *group, req *kmsg.ShareGroupHeartbe
 
 	all := c.topicsByName()
 	c.maybeInitializeShareLocked(g, all, now)
-	if subscriptionChanged || sg.initializedAssignmentPending(all) || (sg.topics != nil && !sameTopics(c.resolveShareTopics(sg, all), sg.topics)) {
-		c.bumpShareGroupLocked(g, now)
+	// A target computation already pending (the assignment interval has
+	// not passed) covers newly initialized partitions: no further bump.
+	pending := sg.assignmentEpoch != sg.epoch
+	if subscriptionChanged || (!pending && sg.initializedAssignmentPending(all)) || (sg.topics != nil && !sameTopics(c.resolveShareTopics(sg, all), sg.topics)) {
+		c.bumpShareGroupLocked(g, now, settings.AssignmentInterval)
+	} else {
+		c.maybeAssignShareLocked(g, now, settings.AssignmentInterval)
 	}
 
 	before := m.assigned
@@ -401,15 +420,48 @@ func (c *Coordinator) resolveShareTopics(sg *shareGroup, all map[string]TopicInf
 	return out
 }
 
+// shareAssignmentInterval is the assignment interval of the group, for
+// changes made outside a heartbeat (a member's session ends, a topic
+// changes): its settings as the broker gives them, else 0.
+func (c *Coordinator) shareAssignmentInterval(group string) time.Duration {
+	if c.cfg.ShareGroupSettings == nil {
+		return 0
+	}
+	return c.cfg.ShareGroupSettings(group).AssignmentInterval
+}
+
 // bumpShareGroupLocked moves the group epoch and computes the target
-// assignment of the new epoch over the initialized partitions of the
-// subscribed topics that exist now.
-func (c *Coordinator) bumpShareGroupLocked(g *group, now time.Time) {
+// assignment of the new epoch, unless interval has not passed since the
+// last computation (maybeAssignShareLocked).
+func (c *Coordinator) bumpShareGroupLocked(g *group, now time.Time, interval time.Duration) {
 	sg := g.share
-	all := c.topicsByName()
-	sg.topics = c.resolveShareTopics(sg, all)
+	sg.topics = c.resolveShareTopics(sg, c.topicsByName())
 	sg.epoch++
 	sg.dirty.epoch = true
+	c.maybeAssignShareLocked(g, now, interval)
+}
+
+// maybeAssignShareLocked computes the target assignment of the group
+// epoch when it is behind it and the assignment interval allows (Kafka
+// 4.4's canComputeNextTargetAssignment: no computation since the group was
+// loaded, an interval of 0, or interval passed since the last one).
+func (c *Coordinator) maybeAssignShareLocked(g *group, now time.Time, interval time.Duration) {
+	sg := g.share
+	if sg.assignmentEpoch == sg.epoch {
+		return
+	}
+	if interval > 0 && !sg.assignmentTime.IsZero() && now.Before(sg.assignmentTime.Add(interval)) {
+		return
+	}
+	c.assignShareLocked(g, now)
+}
+
+// assignShareLocked computes the target assignment of the group epoch
+// over the initialized partitions of the subscribed topics that exist
+// now.
+func (c *Coordinator) assignShareLocked(g *group, now time.Time) {
+	sg := g.share
+	all := c.topicsByName()
 	spec := shareAssignSpec{topics: make(map[topicID]int32)}
 	for _, t := range sg.topics {
 		init := sg.state.initialized[t.id]
@@ -447,6 +499,7 @@ func (c *Coordinator) bumpShareGroupLocked(g *group, now time.Time) {
 		sg.target[id] = next
 	}
 	sg.assignmentEpoch = sg.epoch
+	sg.assignmentTime = now
 	sg.dirty.targetEpoch = true
 }
 

@@ -69,7 +69,7 @@ func (c *Coordinator) refreshShareGroup(ctx context.Context, g *group) {
 		sg.topics = topics
 	case !sameTopics(topics, sg.topics) && len(sg.members) > 0:
 		c.maybeInitializeShareLocked(g, all, now)
-		c.bumpShareGroupLocked(g, now)
+		c.bumpShareGroupLocked(g, now, c.shareAssignmentInterval(g.name))
 	default:
 		sg.topics = topics
 	}

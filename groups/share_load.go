@@ -17,6 +17,7 @@ type shareReplay struct {
 	epoch           int32
 	hash            int64
 	assignmentEpoch int32
+	assignmentMs    int64 // AssignmentTimestamp of the target metadata
 	state           *shareStateValue
 	members         map[string]*shareMemberValue
 	targets         map[string]map[topicID][]int32
@@ -28,7 +29,7 @@ type shareReplay struct {
 func replayShareRecord(all map[string]*shareReplay, k decodedKey, r parsedRecord) error {
 	var (
 		epoch, assignmentEpoch int32
-		hash                   int64
+		hash, assignmentMs     int64
 		member                 *shareMemberValue
 		target                 map[topicID][]int32
 		current                *shareCurrentValue
@@ -40,7 +41,7 @@ func replayShareRecord(all map[string]*shareReplay, k decodedKey, r parsedRecord
 		case shareGroupMetadataKeyVersion:
 			epoch, hash, err = decodeShareGroupMetadata(r.value)
 		case shareGroupTargetMetadataKeyVersion:
-			assignmentEpoch, err = decodeShareTargetMetadata(r.value)
+			assignmentEpoch, assignmentMs, err = decodeShareTargetMetadata(r.value)
 		case shareGroupMemberMetadataKeyVersion:
 			member, err = decodeShareMember(r.value)
 		case shareGroupTargetMemberKeyVersion:
@@ -76,7 +77,7 @@ func replayShareRecord(all map[string]*shareReplay, k decodedKey, r parsedRecord
 		sr.exists, sr.epoch, sr.hash = true, epoch, hash
 	case shareGroupTargetMetadataKeyVersion:
 		if r.value != nil {
-			sr.assignmentEpoch = assignmentEpoch
+			sr.assignmentEpoch, sr.assignmentMs = assignmentEpoch, assignmentMs
 		}
 	case shareGroupStatePartitionMetadataKeyVersion:
 		sr.state = state
@@ -107,6 +108,11 @@ func (g *group) restoreShare(sr *shareReplay, session time.Duration, now time.Ti
 	sg := newShareGroup()
 	sg.epoch = sr.epoch
 	sg.assignmentEpoch = sr.assignmentEpoch
+	if sr.assignmentMs > 0 {
+		// The assignment interval runs from the last computation, as
+		// Kafka's AssignmentTimestamp makes it do after a load.
+		sg.assignmentTime = time.UnixMilli(sr.assignmentMs)
+	}
 	sg.loadedHash = sr.hash
 	if sr.state != nil {
 		sg.hasState = true

@@ -155,12 +155,19 @@ func decodeShareGroupMetadata(b []byte) (epoch int32, hash int64, err error) {
 	return epoch, hash, r.done("share group metadata value")
 }
 
-func decodeShareTargetMetadata(b []byte) (int32, error) {
+// decodeShareTargetMetadata returns the target assignment's epoch and its
+// AssignmentTimestamp (tag 0; 0 when absent).
+func decodeShareTargetMetadata(b []byte) (int32, int64, error) {
 	r := &recordReader{b: b}
 	r.valueVersion()
 	epoch := r.int32()
-	r.tags(nil)
-	return epoch, r.done("share group target assignment metadata value")
+	var ts int64
+	r.tags(func(tag int, data []byte) {
+		if tag == 0 && len(data) == 8 {
+			ts = int64(binary.BigEndian.Uint64(data))
+		}
+	})
+	return epoch, ts, r.done("share group target assignment metadata value")
 }
 
 func decodeShareMember(b []byte) (*shareMemberValue, error) {

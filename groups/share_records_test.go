@@ -15,7 +15,7 @@ func TestShareRecordsRoundTrip(t *testing.T) {
 	if err != nil || epoch != 7 || hash != -42 {
 		t.Errorf("ShareGroupMetadataValue: %d %d %v", epoch, hash, err)
 	}
-	if e, err := decodeShareTargetMetadata(shareTargetMetadataValue(9, 1700000000000)); err != nil || e != 9 {
+	if e, ts, err := decodeShareTargetMetadata(shareTargetMetadataValue(9, 1700000000000)); err != nil || e != 9 || ts != 1700000000000 {
 		t.Errorf("ShareGroupTargetAssignmentMetadataValue: %d %v", e, err)
 	}
 	m := shareMemberValue{rackID: &rack, clientID: "c", clientHost: "/127.0.0.1", topicNames: []string{"t1", "t2"}}
