@@ -61,7 +61,7 @@ type GroupKey struct {
 	Name string
 	Type int8
 	// Default is Kafka 4.4's default, used when the broker has no value for
-	// BrokerSynonym (sluice has no group.share.* or group.streams.* keys).
+	// BrokerSynonym (a broker key sluice does not have).
 	Default string
 	// BrokerSynonym is the broker key that supplies the default, or "".
 	BrokerSynonym string

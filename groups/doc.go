@@ -90,9 +90,11 @@
 //
 // share.go holds the ShareGroupHeartbeat state machine (Kafka 4.4's: member
 // ids chosen by the client, epochs, leave with -1, session expiry,
-// group.share.max.size), share_assign.go the simple assignor (a partition
-// may go to several members), share_init.go the share-partition state
-// initialization that makes partitions assignable (ShareStateInitializer,
+// group.share.max.size; the target assignment computed at most once per
+// share.assignment.interval.ms, KIP-1263's batching), share_assign.go the
+// simple assignor (a partition may go to several members), share_init.go
+// the share-partition state initialization that makes partitions
+// assignable (ShareStateInitializer,
 // implemented by the share-partition side), share_records.go and
 // share_load.go the records (key versions 10–15) and their replay,
 // share_admin.go ShareGroupDescribe. A share group shares the group id
