@@ -243,6 +243,53 @@ echo '' > /etc/confluent/docker/ensure
 	checkUserAndVolume(t, name)
 }
 
+// TestImageTestcontainersPython runs the image as testcontainers-python's
+// KafkaContainer().with_kraft() runs confluentinc/cp-kafka: its
+// environment, its command running /tc-start.sh with sh, and the script
+// (sed -i and echo on /etc/confluent/docker/configure, $(hostname -i),
+// configure, launch); it waits for "Kafka Server started" too.
+func TestImageTestcontainersPython(t *testing.T) {
+	port, broker, controller := freePort(t), freePort(t), freePort(t)
+	env := map[string]string{
+		"KAFKA_LISTENERS":                        fmt.Sprintf("PLAINTEXT://0.0.0.0:%d,BROKER://0.0.0.0:%d,CONTROLLER://0.0.0.0:%d", port, broker, controller),
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP":   "BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"KAFKA_INTER_BROKER_LISTENER_NAME":       "BROKER",
+		"KAFKA_BROKER_ID":                        "1",
+		"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+		"KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS":     "1",
+		"KAFKA_LOG_FLUSH_INTERVAL_MESSAGES":      "10000000",
+		"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+		"CLUSTER_ID":                             "q2a1cNDfQkGNn4ktW2kfmQ==",
+		"KAFKA_NODE_ID":                          "1",
+		"KAFKA_PROCESS_ROLES":                    "broker,controller",
+		"KAFKA_CONTROLLER_QUORUM_VOTERS":         fmt.Sprintf("1@localhost:%d", controller),
+		"KAFKA_CONTROLLER_LISTENER_NAMES":        "CONTROLLER",
+	}
+	const starter = "/tc-start.sh"
+	script := fmt.Sprintf(`#!/bin/bash
+sed -i '/KAFKA_ZOOKEEPER_CONNECT/d' /etc/confluent/docker/configure
+echo 'kafka-storage format --ignore-formatted -t q2a1cNDfQkGNn4ktW2kfmQ== -c /etc/kafka/kafka.properties' >> /etc/confluent/docker/configure
+export KAFKA_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:%d,BROKER://$(hostname -i):%d
+. /etc/confluent/docker/bash-config
+/etc/confluent/docker/configure
+/etc/confluent/docker/launch
+`, port, broker)
+	name := startContainer(t, env, "while [ ! -f "+starter+" ]; do sleep 0.1; done; sh "+starter, starter, script)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		logs, _ := exec.Command("podman", "logs", name).CombinedOutput()
+		if bytes.Contains(logs, []byte("Kafka Server started")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"Kafka Server started\" line; log:\n%s", logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	produceConsume(t, fmt.Sprintf("127.0.0.1:%d", port))
+	checkUserAndVolume(t, name)
+}
+
 // produceConsume produces three records through bootstrap and reads them
 // back through a consumer group, committing its offsets.
 func produceConsume(t *testing.T, bootstrap string) {
