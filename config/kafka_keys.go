@@ -173,8 +173,9 @@ var kafkaOnlyKeys = []keyDef{
 	bk("group.consumer.min.assignment.interval.ms", TypeInt, v("0"), ro, "Consumer group assignment interval (Kafka 4.4's batched assignment).").later(0, "batched consumer group assignment"),
 	// Transactions: issue 20.
 	bk("transaction.two.phase.commit.enable", TypeBoolean, v("false"), ro, "Allow two-phase commit transactions (KIP-939, as far as Kafka 4.4 builds it): an InitProducerId v6 with Enable2Pc gets a transaction no timeout aborts (timeout 2147483647, written to __transaction_state), its principal needing TWO_PHASE_COMMIT on the transactional id besides WRITE. With false such a request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED. InitProducerId v6 is listed in ApiVersions only when this is true (Kafka 4.4 lists it only with its internal unstable.api.versions.enable); KeepPreparedTxn is UNSUPPORTED_VERSION, as in Kafka 4.4."),
-	// Several log dirs per broker (JBOD, KIP-858): issue 20.
-	bk("cordoned.log.dirs", TypeList, v(""), pb, "Log dirs that receive no new replicas (KIP-1066).").later(20, "several log dirs per broker (JBOD, KIP-858)"),
+	// Several log dirs per broker (JBOD, KIP-858): issue 20; cordoning them
+	// (KIP-1066) is not in its text and has no issue yet.
+	bk("cordoned.log.dirs", TypeList, v(""), pb, "Log dirs that receive no new replicas (KIP-1066).").later(0, "cordoning log dirs (KIP-1066)"),
 	bk("log.dir.failure.timeout.ms", TypeLong, v("30000"), ro, "How long the controller may take to acknowledge a log dir of this broker that failed while running (the heartbeat reporting it, written into the metadata): past it the broker shuts itself down, as Kafka's does, and the binary exits with an error.", atLeast(1)),
 	bk("num.replica.alter.log.dirs.threads", TypeInt, nil, ro, "Most replica moves between this broker's log dirs (AlterReplicaLogDirs) copying at once; the others wait their turn. Default (none): the number of log dirs, as Kafka's one thread per log dir.", atLeast(1)),
 	// Tiered storage (KIP-405): no issue filed yet.
