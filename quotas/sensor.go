@@ -150,6 +150,9 @@ type rateSensor struct {
 	mu      sync.Mutex
 	rate    windowedRate
 	lastUse int64 // unix ms of the last record, guarded by mu
+	// The throttle time the last throttling record called for and when
+	// (unix ms), guarded by mu; read only by Snapshot.
+	throttleMs, throttledAt int64
 }
 
 // Sensors are the rates of the clients of one broker, one per quota key
@@ -225,7 +228,11 @@ func (s *Sensors) Record(key string, q Resolved, value float64, now time.Time) t
 	sn.lastUse = nowMs
 	sn.rate.record(s.window, value, nowMs)
 	observed, span := sn.rate.measure(s.window, nowMs)
-	return time.Duration(throttleMs(observed, q.Limit, span)) * time.Millisecond
+	ms := throttleMs(observed, q.Limit, span)
+	if ms > 0 {
+		sn.throttleMs, sn.throttledAt = ms, nowMs
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Unrecord takes back value recorded at now: a throttled fetch is
@@ -251,6 +258,46 @@ func (s *Sensors) Rate(key string, q Resolved, now time.Time) (float64, bool) {
 	defer sn.mu.Unlock()
 	r, _ := sn.rate.measure(s.window, now.UnixMilli())
 	return r, true
+}
+
+// SensorStat is one sensor's figures at a moment (Snapshot).
+type SensorStat struct {
+	Key            string  // the quota key, ProducerByteRate ...
+	User, ClientID string  // the clients sharing the sensor (Resolved.User, Resolved.ClientID)
+	Rate           float64 // the windowed rate per second
+	// ThrottleMs is the throttle time the last throttling record called
+	// for, in milliseconds; 0 when none did within the measured span
+	// (quota.window.num windows), as Kafka's throttle-time average is
+	// empty once its samples expire.
+	ThrottleMs int64
+}
+
+// Snapshot is the figures of every sensor held, measured at now, in no
+// particular order. It only reads: the metrics listener calls it at
+// scrape time, never the request path.
+func (s *Sensors) Snapshot(now time.Time) []SensorStat {
+	nowMs := now.UnixMilli()
+	s.mu.RLock()
+	keys := make([]sensorKey, 0, len(s.sensors))
+	sns := make([]*rateSensor, 0, len(s.sensors))
+	for k, sn := range s.sensors {
+		keys = append(keys, k)
+		sns = append(sns, sn)
+	}
+	s.mu.RUnlock()
+	span := int64(s.window.samples()) * s.window.windowMs()
+	out := make([]SensorStat, len(keys))
+	for i, sn := range sns {
+		sn.mu.Lock()
+		rate, _ := sn.rate.measure(s.window, nowMs)
+		st := SensorStat{Key: keys[i].key, User: keys[i].user, ClientID: keys[i].clientID, Rate: rate}
+		if sn.throttleMs > 0 && nowMs-sn.throttledAt < span {
+			st.ThrottleMs = sn.throttleMs
+		}
+		sn.mu.Unlock()
+		out[i] = st
+	}
+	return out
 }
 
 // Len is the number of sensors held.

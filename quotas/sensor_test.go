@@ -108,3 +108,27 @@ func TestMaxValueInWindow(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestSensorsSnapshot: a snapshot reads each sensor's rate and the last
+// throttle time, which lapses once the measured span has passed.
+func TestSensorsSnapshot(t *testing.T) {
+	s := NewSensors(DefaultWindow)
+	s.Record(ProducerByteRate, Resolved{Limit: 1000, ClientID: "c"}, 20_000, at(0))
+	s.Record(ConsumerByteRate, Resolved{Limit: 1e9, User: "u"}, 5_000, at(0))
+	got := map[string]SensorStat{}
+	for _, st := range s.Snapshot(at(5_000)) {
+		got[st.Key] = st
+	}
+	// 20,000 bytes over the padded 10 s: 2,000/s, throttled 10 s.
+	if p := got[ProducerByteRate]; p.ClientID != "c" || p.User != "" || p.Rate != 2000 || p.ThrottleMs != 10_000 {
+		t.Fatalf("producer sensor %+v", p)
+	}
+	if c := got[ConsumerByteRate]; c.User != "u" || c.Rate != 500 || c.ThrottleMs != 0 {
+		t.Fatalf("consumer sensor %+v", c)
+	}
+	for _, st := range s.Snapshot(at(11_000)) {
+		if st.Rate != 0 || st.ThrottleMs != 0 {
+			t.Fatalf("after the span: %+v", st)
+		}
+	}
+}
