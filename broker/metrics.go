@@ -87,7 +87,7 @@ func (b *Broker) newMetrics() (*brokerMetrics, error) {
 	m.topics.Store(&empty)
 	noReqs := map[int32]prometheus.Counter{}
 	m.requestC.Store(&noReqs)
-	m.reg.MustRegister(m.bytesIn, m.messagesIn, m.requests, imageCollector{b, m}, requestCollector{b, m})
+	m.reg.MustRegister(m.bytesIn, m.messagesIn, m.requests, imageCollector{b, m}, requestCollector{b, m}, quotaCollector{b, m})
 	m.reg.MustRegister(m.topicFamilies.collectors()...)
 	m.state = newStateMetrics(b, m)
 	m.console = b.newConsole(m)

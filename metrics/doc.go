@@ -163,7 +163,29 @@
 //     _uncleanable_bytes, _max_dirty_percent, _time_since_last_run_ms.
 //     Kafka's LogCleanerManager gauges have a logDirectory label; sluice's
 //     are one figure over all log dirs.
-//   - Not exposed yet: the quotas' figures.
+//   - Client quotas (broker/metrics_quota.go), from the quota sensors at
+//     scrape time. Kafka's MBeans are
+//     kafka.server:type=Produce|Fetch|Request,user=U,client-id=C, and the
+//     common rules (kafka-2_0_0.yml, Strimzi's) have quota rules of their
+//     own, so the names are not kafka_server_<type>_<attribute>:
+//     kafka_server_quota_<attribute>{resource="<Type>",user,clientId}
+//     (the clientId label spelled as the rules spell it). sluice exposes
+//     kafka_server_quota_byte_rate (resource Produce: producer_byte_rate;
+//     Fetch: consumer_byte_rate), kafka_server_quota_request_time
+//     (resource Request: request_percentage, in percent of a thread) and
+//     kafka_server_quota_throttle_time for each, one series per sensor:
+//     per set of clients sharing a quota, recorded to within the last hour
+//     (a client with no quota has none). user and clientId are the names
+//     the sensor is shared under, "" for a part the quota's entity does
+//     not have (Kafka's MBean then lacks the key; in PromQL an empty label
+//     is an absent one). The rate is the windowed rate over
+//     quota.window.num windows, as Kafka's; throttle_time is the throttle
+//     time in milliseconds the last request over the quota called for, 0
+//     once the window has passed without one (Kafka's is the average of
+//     the throttle times in the window). Not exposed: ControllerMutation's
+//     mutation-rate (controller_mutation_rate is a token bucket in sluice,
+//     quotas/mutation.go) and the quota values themselves, which Kafka's
+//     MBeans do not carry either (DescribeClientQuotas gives them).
 //
 // # Endpoints
 //
