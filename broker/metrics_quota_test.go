@@ -24,20 +24,30 @@ func quotaSeries(m map[string]float64, family, resource, clientID string) (float
 	return 0, false
 }
 
+// throttledProducer starts a node with metrics.listener on and 1 s quota
+// windows, creates topic, and returns a producer to it under clientID,
+// whose producer_byte_rate is 4096, with a hook counting its throttles,
+// and a context that ends with the test (30 s at most).
+func throttledProducer(t *testing.T, clientID, topic string) (*sluicetest.Node, *kgo.Client, *throttles, context.Context) {
+	t.Helper()
+	node := sluicetest.Start(t, "metrics.listener=127.0.0.1:0", "quota.window.num=2", "quota.window.size.seconds=1")
+	setQuota(t, node.Admin(), quotas.ProducerByteRate, 4096, "client-id", clientID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if _, err := node.Admin().CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	hook := &throttles{}
+	cl := node.Client(kgo.ClientID(clientID), kgo.WithHooks(hook), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	return node, cl, hook, ctx
+}
+
 // TestMetricsQuota: a producer over its producer_byte_rate shows on the
 // metrics listener as kafka_server_quota_byte_rate and _throttle_time of
 // resource Produce under its client id; a client with no quota has no
 // series.
 func TestMetricsQuota(t *testing.T) {
-	node := sluicetest.Start(t, "metrics.listener=127.0.0.1:0", "quota.window.num=2", "quota.window.size.seconds=1")
-	setQuota(t, node.Admin(), quotas.ProducerByteRate, 4096, "client-id", "metered")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := node.Admin().CreateTopic(ctx, 1, 1, nil, "quota-figures"); err != nil {
-		t.Fatal(err)
-	}
-	hook := &throttles{}
-	metered := node.Client(kgo.ClientID("metered"), kgo.WithHooks(hook), kgo.DefaultProduceTopic("quota-figures"), kgo.ProducerLinger(0))
+	node, metered, hook, ctx := throttledProducer(t, "metered", "quota-figures")
 	free := node.Client(kgo.ClientID("free"), kgo.DefaultProduceTopic("quota-figures"), kgo.ProducerLinger(0))
 	for range 4 {
 		if err := metered.ProduceSync(ctx, &kgo.Record{Value: incompressible(3000)}).FirstErr(); err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluicedev/sluice/quotas"
 	"github.com/sluicedev/sluice/sluicetest"
 )
 
@@ -218,15 +217,7 @@ func TestMetricsReplicationBytes(t *testing.T) {
 // TestMetricsThrottleTime: a producer over its producer_byte_rate is
 // told throttle times, and ThrottleTimeMs of Produce records them.
 func TestMetricsThrottleTime(t *testing.T) {
-	node := sluicetest.Start(t, "metrics.listener=127.0.0.1:0", "quota.window.num=2", "quota.window.size.seconds=1")
-	setQuota(t, node.Admin(), quotas.ProducerByteRate, 4096, "client-id", "greedy")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := node.Admin().CreateTopic(ctx, 1, 1, nil, "metered-quota"); err != nil {
-		t.Fatal(err)
-	}
-	hook := &throttles{}
-	greedy := node.Client(kgo.ClientID("greedy"), kgo.WithHooks(hook), kgo.DefaultProduceTopic("metered-quota"), kgo.ProducerLinger(0))
+	node, greedy, hook, ctx := throttledProducer(t, "greedy", "metered-quota")
 	for range 6 {
 		if err := greedy.ProduceSync(ctx, &kgo.Record{Value: incompressible(3000)}).FirstErr(); err != nil {
 			t.Fatal(err)
