@@ -301,29 +301,42 @@ func main() {
 	}
 }
 
+// prepareRun is what a run and a -metrics-cost run start with: a logger
+// that stamps each line with the time, the repository root, the work
+// directory (-work-dir or a new temporary one) and the function that
+// removes it unless -keep, with the file limit raised.
+func prepareRun(cfg *config, logw io.Writer) (logf func(string, ...any), root, workDir string, cleanup func(), err error) {
+	logf = func(format string, args ...any) {
+		fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
+	if root, err = repoRoot(); err != nil {
+		return nil, "", "", nil, err
+	}
+	workDir = cfg.workDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "sluice-bench-"); err != nil {
+			return nil, "", "", nil, err
+		}
+	}
+	cleanup = func() {}
+	if cfg.keep {
+		logf("work directory (kept): %s", workDir)
+	} else {
+		cleanup = func() { os.RemoveAll(workDir) }
+	}
+	raiseFileLimit(logf)
+	return logf, root, workDir, cleanup, nil
+}
+
 // run builds what it needs, then runs the workloads against each system in
 // turn, logging progress to logw. A workload that fails is recorded in the
 // results and the run goes on; an error means the run could not go on.
 func run(ctx context.Context, cfg *config, logw io.Writer) (*results, error) {
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
-	}
-	root, err := repoRoot()
+	logf, root, workDir, cleanup, err := prepareRun(cfg, logw)
 	if err != nil {
 		return nil, err
 	}
-	workDir := cfg.workDir
-	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "sluice-bench-"); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.keep {
-		logf("work directory (kept): %s", workDir)
-	} else {
-		defer os.RemoveAll(workDir)
-	}
-	raiseFileLimit(logf)
+	defer cleanup()
 
 	var systems []system
 	for _, name := range cfg.systems {

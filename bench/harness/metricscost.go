@@ -55,25 +55,11 @@ type costResults struct {
 // runMetricsCost runs -metrics-cost rounds of workload 1 on sluice with
 // metrics off and on, logging progress to logw.
 func runMetricsCost(ctx context.Context, cfg *config, logw io.Writer) (*costResults, error) {
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(logw, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
-	}
-	root, err := repoRoot()
+	logf, root, workDir, cleanup, err := prepareRun(cfg, logw)
 	if err != nil {
 		return nil, err
 	}
-	workDir := cfg.workDir
-	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "sluice-bench-"); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.keep {
-		logf("work directory (kept): %s", workDir)
-	} else {
-		defer os.RemoveAll(workDir)
-	}
-	raiseFileLimit(logf)
+	defer cleanup()
 	bin := cfg.sluiceBin
 	if bin == "" {
 		bin = workDir + "/bin/sluice"
