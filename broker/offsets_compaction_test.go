@@ -169,6 +169,7 @@ func TestGroupCoordinatorLoadsCleanedOffsets(t *testing.T) {
 		if _, err := adm.CreateTopic(ctx, 4, 3, nil, topic); err != nil {
 			t.Fatal(err)
 		}
+		c.WaitForTopic(topic)
 	}
 	commit := func(group string, round int, parts ...int32) {
 		t.Helper()

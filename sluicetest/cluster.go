@@ -419,6 +419,61 @@ func (c *Cluster) WaitForISR(topic string, partition int32, size int) {
 	})
 }
 
+// WaitForTopic waits until every running node's own Metadata lists topic
+// with each of its partitions led. CreateTopics answers once the controller
+// committed the topic, as Kafka's does; a node applies it a moment later,
+// and a request it serves before then (an OffsetCommit to the group
+// coordinator, say) gets UNKNOWN_TOPIC_OR_PARTITION, as it would from Kafka.
+func (c *Cluster) WaitForTopic(topic string) {
+	c.t.Helper()
+	WaitFor(c.t, 20*time.Second, func() error {
+		for _, n := range c.nodes {
+			if n.Broker == nil {
+				continue
+			}
+			if err := topicLedAt(n.addr, topic); err != nil {
+				return fmt.Errorf("node %s: %w", n.addr, err)
+			}
+		}
+		return nil
+	})
+}
+
+// topicLedAt asks the node at addr alone whether its metadata lists topic
+// with a leader for every partition.
+func topicLedAt(addr, topic string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 {
+			return fmt.Errorf("%s: error code %d", topic, t.ErrorCode)
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("%s has no partitions yet", topic)
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				return fmt.Errorf("%s-%d has no leader", topic, p.Partition)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s not in metadata", topic)
+}
+
 // Controller returns the node id of the active controller as Metadata
 // reports it, waiting for there to be one.
 func (c *Cluster) Controller() int {
