@@ -154,6 +154,8 @@ func applyAlterConfigs(b *imageBuilder, index uint64, payload []byte) error {
 		b.setBrokerConfig(c.ResourceName, applyConfigChanges(b.base.BrokerConfigs[c.ResourceName], c.Changes))
 	case ResourceGroup:
 		b.setGroupConfig(c.ResourceName, applyConfigChanges(b.base.GroupConfigs[c.ResourceName], c.Changes))
+	case ResourceClientMetrics:
+		b.setClientMetricsConfig(c.ResourceName, applyConfigChanges(b.base.ClientMetricsConfigs[c.ResourceName], c.Changes))
 	default:
 		return fmt.Errorf("%w: unknown config resource type %d", kerr.InvalidRequest, c.ResourceType)
 	}

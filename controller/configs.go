@@ -153,7 +153,7 @@ func (c *Controller) resolveConfigChanges(resourceType int8, current map[string]
 				if kind == OpSubtract {
 					verb = "subtract"
 				}
-				if resourceType == ResourceTopic || resourceType == ResourceGroup {
+				if resourceType == ResourceTopic || resourceType == ResourceGroup || resourceType == ResourceClientMetrics {
 					return nil, fmt.Errorf("%w: Can't %s to key %s because its type is not LIST.", kerr.InvalidConfig, strings.ToUpper(verb), op.Key)
 				}
 				return nil, fmt.Errorf("%w: Config value %s is not allowed for config key: %s", kerr.InvalidConfig, verb, op.Key)

@@ -34,6 +34,10 @@ type Image struct {
 	// needs no group to have configs, and deleting a group keeps them, as
 	// in Kafka.
 	GroupConfigs map[string]map[string]string
+	// ClientMetricsConfigs holds the client metrics subscriptions
+	// (KIP-714's CLIENT_METRICS config resources, client_metrics.go) by
+	// name; nil or empty when there are none.
+	ClientMetricsConfigs map[string]map[string]string
 	// NextProducerID is the first producer id not yet handed out in a
 	// block; producer ids are unique cluster-wide.
 	NextProducerID int64
@@ -302,6 +306,8 @@ type imageSnapshot struct {
 	ACLs  []aclRecord   `json:"acls,omitempty"`
 	// Features are the finalized feature levels (features.go).
 	Features map[string]int16 `json:"features,omitempty"`
+	// ClientMetrics are the client metrics subscriptions (client_metrics.go).
+	ClientMetrics map[string]map[string]string `json:"clientMetrics,omitempty"`
 }
 
 func snapshotOf(img *Image) *imageSnapshot {
@@ -311,6 +317,7 @@ func snapshotOf(img *Image) *imageSnapshot {
 		ClusterID:      img.ClusterID,
 		BrokerConfigs:  img.BrokerConfigs,
 		GroupConfigs:   img.GroupConfigs,
+		ClientMetrics:  img.ClientMetricsConfigs,
 		NextProducerID: img.NextProducerID,
 		ClientQuotas:   quotaSnapshotRecords(img.ClientQuotas),
 		Scram:          scramSnapshotRecords(img.Scram),
@@ -335,6 +342,7 @@ func (s *imageSnapshot) image() (*Image, error) {
 	img.ClusterID = s.ClusterID
 	img.NextProducerID = s.NextProducerID
 	img.Features = s.Features
+	img.ClientMetricsConfigs = s.ClientMetrics
 	for _, b := range s.Brokers {
 		img.Brokers[b.ID] = b
 	}
