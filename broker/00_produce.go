@@ -52,6 +52,13 @@ package broker
 // partition's leader append (broker/groups.go, broker/txn.go), not through
 // this handler, and followers fetch, so neither is affected. Unlike Kafka,
 // no client id ("__admin_client") is let through.
+//
+// The request's frame is reused for the connection's later requests once
+// it has been answered (protocol.Router.ReuseFrames, issue 22), so nothing
+// here keeps a byte of it past the handler's return: the log's append
+// writes the records to the segment file (copying them into the page
+// cache), the producer table keeps numbers, error messages are formatted
+// strings, and the acks=all wait ends before the handler returns.
 
 import (
 	"context"

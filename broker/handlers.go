@@ -23,6 +23,7 @@ import "slices"
 func (b *Broker) registerHandlers() {
 	r := quotaRouter{b: b, r: b.router} // request_percentage (request_quota.go)
 	r.RegisterAdvertisedFrom(0, 0, 3, 13, b.forListener(b.handleProduce))
+	b.router.ReuseFrames(0) // the log's append copies the records (00_produce.go)
 	r.Register(1, 4, 18, b.handleFetch)
 	r.Register(2, 1, 11, b.handleListOffsets)
 	r.Register(3, 0, 13, b.forListener(b.handleMetadata))

@@ -50,6 +50,10 @@ type conn struct {
 	// the least recently active client connection is the one evicted.
 	lastActive atomic.Int64
 
+	// frame is the pooled buffer of the request in hand, nil if its
+	// frame was allocated (readBody, framepool.go).
+	frame *pooledBuf
+
 	mu      sync.Mutex
 	reading bool // waiting for or reading a request frame
 	stopped bool // ctx is done: finish the request in hand, read no more
@@ -173,7 +177,7 @@ func (c *conn) serve(ctx context.Context) {
 				return
 			} else if handled {
 				c.srv.budget.release(held)
-				held, frame = 0, nil
+				held, frame, c.frame = 0, nil, nil
 				continue
 			}
 		}
@@ -204,10 +208,12 @@ func (c *conn) serve(ctx context.Context) {
 				log.Debug("protocol: write failed, closing connection", "err", err)
 				return
 			}
+			putResponseBuf(resp.pooled)
 		}
 		c.observe(&sv, received, sendStart, th, heldBack)
 		c.srv.budget.release(held)
 		held, frame = 0, nil
+		c.releaseFrame() // nothing refers to the request's bytes any more
 		if th.d > 0 && th.afterResponse && !c.waitThrottle(ctx, muteUntil) {
 			return
 		}
@@ -281,33 +287,67 @@ func slowFrame(err error) error {
 // readBody is ReadFrame's readBody with every growth of the buffer
 // reserved from the memory budget first. Nothing is allocated before the
 // first byte of the body has arrived.
+//
+// The buffers of a request whose api key the router reuses frames for
+// (Router.ReuseFrames) come from the frame pools (framepool.go), and so do
+// those of any frame it outgrows; c.frame is then the frame's buffer, to
+// be given back once the request has been answered (releaseFrame). The
+// budget is charged what the frame needs, as before; a pooled buffer's
+// capacity is at most a quarter more.
 func (c *conn) readBody(ctx context.Context, br *bufio.Reader, size int) ([]byte, int64, error) {
 	if _, err := br.Peek(1); err != nil {
 		return nil, 0, slowFrame(err)
 	}
+	kv, err := br.Peek(2)
+	if err != nil {
+		return nil, 0, slowFrame(err)
+	}
+	pooled := c.srv.Router.reusesFrame(int16(binary.BigEndian.Uint16(kv)))
 	var buf []byte
+	var box *pooledBuf // buf's pooled buffer, nil if it was allocated
 	var held int64
+	fail := func(err error) ([]byte, int64, error) {
+		c.srv.budget.release(held)
+		putFrameBuf(box)
+		return nil, 0, err
+	}
 	for len(buf) < size {
-		if len(buf) == cap(buf) {
-			newCap := min(size, max(frameChunk, 2*cap(buf)))
+		if int64(len(buf)) == held {
+			newCap := min(size, max(frameChunk, 2*len(buf)))
 			need := int64(newCap) - held
 			if err := c.reserve(ctx, need, held, size); err != nil {
-				c.srv.budget.release(held)
-				return nil, 0, err
+				return fail(err)
 			}
 			held += need
-			grown := make([]byte, len(buf), newCap)
+			var grown []byte
+			var grownBox *pooledBuf
+			if pooled {
+				grownBox = getFrameBuf(newCap)
+			}
+			if grownBox != nil {
+				grown = grownBox.b[:len(buf)]
+			} else {
+				grown = make([]byte, len(buf), newCap)
+			}
 			copy(grown, buf)
-			buf = grown
+			putFrameBuf(box)
+			buf, box = grown, grownBox
 		}
-		n, err := io.ReadFull(br, buf[len(buf):cap(buf)])
+		n, err := io.ReadFull(br, buf[len(buf):held])
 		buf = buf[:len(buf)+n]
 		if err != nil {
-			c.srv.budget.release(held)
-			return nil, 0, slowFrame(err)
+			return fail(slowFrame(err))
 		}
 	}
+	c.frame = box
 	return buf, held, nil
+}
+
+// releaseFrame gives the buffer of the request just answered back to its
+// pool, if it came from one.
+func (c *conn) releaseFrame() {
+	putFrameBuf(c.frame)
+	c.frame = nil
 }
 
 // reserve takes n more bytes of the budget for a request holding held,

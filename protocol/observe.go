@@ -42,6 +42,9 @@ type servedReq struct {
 	req         *Request
 	resp        kmsg.Response
 	start, done time.Time
+	// frame is the encoded answer when it was encoded into a pooled
+	// buffer (Router.serve returns a pointer to it).
+	frame responseFrame
 }
 
 // observe calls the router's Observe for a request served as sv says.

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -63,7 +64,9 @@ type Request struct {
 	Header Header
 	// Body is the decoded request, its version already set to
 	// Header.APIVersion. Byte fields may alias the frame it was read
-	// from; the frame is never reused, so handlers may keep them.
+	// from; the frame is never reused, so handlers may keep them, except
+	// for the api keys registered with ReuseFrames, whose frame's buffer
+	// serves later requests once this one has been answered.
 	Body kmsg.Request
 	// Conn is shared by every request on the connection; read it, do
 	// not modify it.
@@ -112,6 +115,9 @@ type route struct {
 	// instead of kmsg.RequestForKey.
 	newBody func() kmsg.Request
 	handler Handler
+	// reuseFrame: the handler keeps no byte of its request once it has
+	// returned, so the frame's buffer may be reused (ReuseFrames).
+	reuseFrame bool
 }
 
 // Router decodes request frames, checks versions against what is registered
@@ -216,6 +222,30 @@ func (r *Router) RegisterBeyondKmsg(key, minVersion, maxVersion, advertisedMax i
 		panic(fmt.Sprintf("protocol: api key %d (%s) registered twice", key, kmsg.NameForKey(key)))
 	}
 	r.routes[key] = route{key: key, minVersion: minVersion, maxVersion: maxVersion, advertisedMin: minVersion, advertisedMax: advertisedMax, newBody: newBody, handler: h}
+}
+
+// ReuseFrames lets the connection reuse the buffer of a request of api
+// key, registered before, for later requests once it has been answered
+// (framepool.go): its handler, and Hook and Observe, keep no byte field
+// of the request (they alias the frame) and start nothing that reads one
+// after the response is written. Produce is the one worth it: its frames
+// are the large ones, and its records are copied into the log by the
+// append. It panics on a key not registered.
+func (r *Router) ReuseFrames(key int16) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt, ok := r.routes[key]
+	if !ok {
+		panic(fmt.Sprintf("protocol: ReuseFrames for api key %d, not registered", key))
+	}
+	rt.reuseFrame = true
+	r.routes[key] = rt
+}
+
+// reusesFrame reports whether ReuseFrames was called for key.
+func (r *Router) reusesFrame(key int16) bool {
+	rt, ok := r.lookup(key)
+	return ok && rt.reuseFrame
 }
 
 // Versions returns the registered keys and version ranges sorted by key:
@@ -328,8 +358,18 @@ func (r *Router) serve(ctx context.Context, conn *ConnInfo, frame []byte, sv *se
 	}
 	resp.SetVersion(h.APIVersion)
 	th := responseThrottle(resp)
-	enc := AppendResponse(nil, h.CorrelationID, ResponseHeaderVersion(h.APIKey, h.APIVersion), resp)
+	rhv := ResponseHeaderVersion(h.APIKey, h.APIVersion)
 	sr, ok := resp.(*SplicedResponse)
+	if sv != nil && (!ok || len(sr.splices) == 0) {
+		// A connection's answer is encoded, size prefix first, into
+		// a pooled buffer, which it gives back once it is written.
+		box := getResponseBuf()
+		box.b = AppendResponse(append(box.b[:0], 0, 0, 0, 0), h.CorrelationID, rhv, resp)
+		binary.BigEndian.PutUint32(box.b, uint32(len(box.b)-4))
+		sv.frame = responseFrame{framed: box.b, pooled: box, size: int64(len(box.b) - 4)}
+		return &sv.frame, th, nil
+	}
+	enc := AppendResponse(nil, h.CorrelationID, rhv, resp)
 	if !ok || len(sr.splices) == 0 {
 		return memFrame(enc), th, nil
 	}

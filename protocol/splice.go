@@ -84,6 +84,11 @@ type framePart struct {
 type responseFrame struct {
 	parts []framePart
 	size  int64
+	// framed, when set instead of parts, is the whole frame in one
+	// buffer, size prefix included, from the response pool (pooled),
+	// given back once written (framepool.go).
+	framed []byte
+	pooled *pooledBuf
 }
 
 // memFrame is a response that is all in memory.
@@ -163,6 +168,9 @@ func (f *responseFrame) add(p framePart) {
 // bytes returns the frame as one slice, reading the file ranges: what
 // Router.Serve returns, and what tests and the fuzzer compare.
 func (f *responseFrame) bytes() ([]byte, error) {
+	if f.framed != nil {
+		return f.framed[4:], nil
+	}
 	if len(f.parts) == 1 && f.parts[0].file == nil {
 		return f.parts[0].mem, nil
 	}
@@ -196,6 +204,10 @@ const copyChunk = 256 << 10
 // memory parts in one vectored write each, file parts with sendfile where
 // sendFile can, else by reading them into a buffer a piece at a time.
 func (f *responseFrame) writeTo(w io.Writer) error {
+	if f.framed != nil {
+		_, err := w.Write(f.framed)
+		return err
+	}
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(f.size))
 	bufs := net.Buffers{prefix[:]}
