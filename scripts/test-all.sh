@@ -155,6 +155,14 @@ install_tools() {
 	else
 		ok=1
 	fi
+	# Kafka 4.4.0's jars, in a cache directory of their own: the bench
+	# harness's baseline (its smoke test runs a 4.4.0 cluster) and the
+	# compat rows that compare with Kafka 4.4.
+	if kafka_libs=$(compat/kafkatools/fetch.sh 4.4.0); then
+		echo "kafka 4.4.0: $(tail -n 1 <<<"$kafka_libs")"
+	else
+		ok=1
+	fi
 	# librdkafka's own integration suite (the librdkafka-suite compat
 	# rows): v2.15.1's source from the npm registry, checked against its
 	# pinned integrity hash and built into a cache outside the repository

@@ -23,33 +23,33 @@ var (
 // writeChart draws one bar per row of the table whose workload ran: the
 // ratio sluice / Kafka on a log scale (a bar up from 1 means sluice's
 // figure is the larger, down the smaller), coloured by whether it meets
-// the goal, with the goal drawn as a black dash across the bar.
+// the goal, with the goal drawn as a black dash across the bar;
+// a throughput row with the machine's ceiling measured gets a second bar,
+// sluice / ceiling, with its own goal.
 // The format follows path's extension (.png, .svg, .pdf).
 func writeChart(path string, res *results, ran map[string]bool, scalePartitions int) error {
 	p := plot.New()
-	p.Title.Text = "sluice / Kafka, same machine, same run (log scale; dash: the issue's goal)"
-	p.Y.Label.Text = "ratio sluice / Kafka"
+	p.Title.Text = "sluice / " + res.kafkaLabel() + " (and / the machine's ceiling), same machine, same run (log scale; dash: the issue's goal)"
+	p.Y.Label.Text = "ratio sluice / " + res.kafkaLabel() + " or / ceiling"
 
 	var labels []string
 	var goals plotter.XYs
 	var texts plotter.XYLabels
 	lo, hi := -1.0, 1.0 // log10 of the axis ends: at least 0.1 to 10
 	legend := map[string]plot.Thumbnailer{}
-	for _, m := range metrics {
-		if !ran[m.workload] {
-			continue
-		}
+	// addBar draws ratio q (ok: measured) with its goal (0: none; met
+	// says whether q meets it).
+	addBar := func(label string, q float64, ok bool, goal float64, met func(float64) bool) error {
 		x := float64(len(labels))
-		labels = append(labels, rowLabel(m, scalePartitions))
-		if m.goal > 0 {
-			goals = append(goals, plotter.XY{X: x, Y: math.Log10(m.goal)})
-			lo, hi = min(lo, math.Log10(m.goal)), max(hi, math.Log10(m.goal))
+		labels = append(labels, label)
+		if goal > 0 {
+			goals = append(goals, plotter.XY{X: x, Y: math.Log10(goal)})
+			lo, hi = min(lo, math.Log10(goal)), max(hi, math.Log10(goal))
 		}
-		q, ok := res.ratio(m.key)
 		if !ok {
 			texts.XYs = append(texts.XYs, plotter.XY{X: x, Y: 0})
 			texts.Labels = append(texts.Labels, "no data")
-			continue
+			return nil
 		}
 		y := math.Log10(q)
 		lo, hi = min(lo, y), max(hi, y)
@@ -60,10 +60,10 @@ func writeChart(path string, res *results, ran map[string]bool, scalePartitions 
 		bar.XMin = x
 		bar.LineStyle.Width = 0
 		switch {
-		case m.goal == 0:
+		case goal == 0:
 			bar.Color = colourNoGoal
 			legend["no goal"] = bar
-		case m.met(q):
+		case met(q):
 			bar.Color = colourMet
 			legend["goal met"] = bar
 		default:
@@ -73,6 +73,23 @@ func writeChart(path string, res *results, ran map[string]bool, scalePartitions 
 		p.Add(bar)
 		texts.XYs = append(texts.XYs, plotter.XY{X: x, Y: y})
 		texts.Labels = append(texts.Labels, strconv.FormatFloat(q, 'g', 2, 64))
+		return nil
+	}
+	for _, m := range metrics {
+		if !ran[m.workload] {
+			continue
+		}
+		q, ok := res.ratio(m.key)
+		if err := addBar(rowLabel(m, scalePartitions), q, ok, m.goal, m.met); err != nil {
+			return err
+		}
+		if _, has := ceilingModels[m.key]; has && res.machine != nil {
+			q, ok := res.ceilingRatio(m.key)
+			goal := ceilingGoals[m.key]
+			if err := addBar(rowLabel(m, scalePartitions)+" / ceiling", q, ok, goal, func(q float64) bool { return q >= goal }); err != nil {
+				return err
+			}
+		}
 	}
 	if !slices.ContainsFunc(texts.Labels, func(l string) bool { return l != "no data" }) {
 		return fmt.Errorf("no ratio to draw: a chart needs both systems in one run")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -14,10 +15,36 @@ import (
 	"time"
 )
 
-// kafkaSystem starts Apache Kafka 4.1.1 brokers in KRaft mode from the
-// jars compat/kafkatools/fetch.sh keeps in ~/.cache/sluice, through
-// compat/bin/kafka-server-start.sh, which gives them Kafka's stock server
-// JVM settings (KAFKA_HEAP_OPTS -Xmx1G -Xms1G, G1 with its pause target).
+// kafkaVersions are the releases -kafka-version accepts: the ones
+// compat/kafkatools has a pom for.
+var kafkaVersions = []string{"4.4.0", "4.1.1"}
+
+// fetchKafka makes sure the jars of Kafka release version are in the
+// cache, with compat/kafkatools/fetch.sh (instant when they are), and
+// returns their directory.
+func fetchKafka(ctx context.Context, root, version string, logf func(string, ...any)) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "compat", "kafkatools", "fetch.sh"), version)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("compat/kafkatools/fetch.sh %s: %w\n%s", version, err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	libs := lines[len(lines)-1]
+	logf("kafka %s jars: %s", version, libs)
+	return libs, nil
+}
+
+// kafkaSystem starts Apache Kafka brokers in KRaft mode — release
+// -kafka-version, 4.4.0 (the newest, issue 22's baseline) unless set, or
+// 4.1.1 (issue 8's) — from the jars compat/kafkatools/fetch.sh VERSION
+// keeps in ~/.cache/sluice/kafka-VERSION/libs, through
+// compat/bin/kafka-server-start.sh with SLUICE_KAFKA_LIBS naming that
+// directory, which gives them Kafka's stock server JVM settings
+// (KAFKA_HEAP_OPTS -Xmx1G -Xms1G, G1 with its pause target). Both
+// releases' brokers run on Java 17 (their classes are Java 17's, version
+// 61), the JDK the machine's java is.
 // Every node is a combined broker and controller (process.roles =
 // broker,controller) and a voter of the static quorum
 // (controller.quorum.voters); its log dir is formatted with
@@ -25,8 +52,13 @@ import (
 // Everything else is Kafka's defaults, not the development settings of
 // Kafka's sample server.properties.
 type kafkaSystem struct {
-	root string // the sluice repository, for compat/bin/
+	root    string // the sluice repository, for compat/bin/
+	version string // the release, e.g. 4.4.0
+	libs    string // its jars, as fetch.sh printed them
 }
+
+// env is what compat/bin's launchers need to run this release.
+func (k *kafkaSystem) env() []string { return []string{"SLUICE_KAFKA_LIBS=" + k.libs} }
 
 func (k *kafkaSystem) name() string { return "kafka" }
 
@@ -71,12 +103,13 @@ func (k *kafkaSystem) prepare(ctx context.Context, nodeDir, clusterID, voters st
 		return nil, err
 	}
 	format := exec.CommandContext(ctx, k.script("kafka-storage.sh"), append([]string{"format", "-t", clusterID, "-c", propsPath}, sec.kafkaScramArgs()...)...)
+	format.Env = append(os.Environ(), k.env()...)
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kafka-storage.sh format for node %d: %w\n%s", kn.id, err, out)
 	}
 	nd := &node{id: kn.id, addr: fmt.Sprintf("127.0.0.1:%d", kn.client), dataDir: logDir}
 	nd.spawn = func() (*proc, error) {
-		return spawn(k.script("kafka-server-start.sh"), []string{propsPath}, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
+		return spawn(k.script("kafka-server-start.sh"), []string{propsPath}, k.env(), nodeDir, filepath.Join(nodeDir, "broker.log"))
 	}
 	return nd, nil
 }

@@ -2,12 +2,26 @@
 // machine, as issue 8 asks: it builds ./cmd/sluice, starts a three-node
 // sluice cluster (processes on loopback, three raft voters, fresh data
 // dirs), runs the workloads against it and stops it; then does the same
-// with a three-node Apache Kafka 4.1.1 cluster in KRaft mode (combined
+// with a three-node Apache Kafka cluster in KRaft mode (combined
 // broker+controller nodes, Kafka's stock JVM settings, from the jars
-// compat/kafkatools/fetch.sh fetches). One system runs at a time, and the
-// same franz-go client drives both. It prints a Markdown table — workload,
-// Kafka, sluice, sluice / Kafka, the issue's goal — and draws the ratios
-// as a PNG chart.
+// compat/kafkatools/fetch.sh fetches): release 4.4.0, the newest and
+// issue 22's baseline, or 4.1.1, issue 8's, with -kafka-version 4.1.1.
+// One system runs at a time, and the same franz-go client drives both.
+// It prints a Markdown table — workload, Kafka (with the release that
+// ran), sluice, sluice / Kafka, sluice / ceiling, the goals — and draws
+// the ratios as a PNG chart.
+//
+// Before the systems run, it measures the machine's ceiling (ceiling.go):
+// loopback TCP, sequential writes to the work directory's disk (into the
+// page cache, and with an fsync at the end) and memory copies, each for
+// -ceiling-time, and derives the best a three-replica cluster on this one
+// box could do. Produce: each byte crosses loopback three times (producer
+// → leader → two followers) and is written three times, on cores all of
+// it shares, so the ceiling is 1 / (3/disk + 3/loopback) MiB/s with disk
+// the page-cache rate (neither broker fsyncs per write). Consume: each
+// byte crosses loopback once from the page cache, 1 / (1/loopback). The
+// figures print as a table of their own above the main one, and the
+// throughput rows get sluice / ceiling. -ceiling-time 0 skips them.
 //
 // Every record's value is -record-size bytes of its own, cut from a pool
 // of random bytes (values.go), and the producers compress their batches
@@ -23,6 +37,7 @@
 //
 //	go run ./bench/harness                     # everything, both systems (~16 min on 2 cores others share)
 //	go run ./bench/harness -quick              # a smoke run of everything (~2 min, most of it Kafka's JVMs)
+//	go run ./bench/harness -kafka-version 4.1.1 # against issue 8's Kafka release
 //	go run ./bench/harness -systems sluice -workloads produce -sluice-cpu-profile /tmp/prof
 //	go run ./bench/harness -workloads clean    # the log cleaner, both systems (~3 min)
 //	go run ./bench/harness -workloads produce,consume -security plaintext,sasl_ssl
@@ -149,6 +164,14 @@ type config struct {
 	// scraped every scrapeEvery when on (metricscost.go).
 	metricsCost int
 	scrapeEvery time.Duration
+	// kafkaVersion is the Apache Kafka release of the baseline
+	// (kafkaVersions in kafka.go).
+	kafkaVersion string
+	// ceilingTime is how long each of the machine's measurements runs
+	// (ceiling.go); 0 skips them. ceilingMiB is the size of the files
+	// the disk measurement writes.
+	ceilingTime time.Duration
+	ceilingMiB  int64
 }
 
 // quickValues replace the defaults of the flags a -quick run does not set.
@@ -166,6 +189,8 @@ var quickValues = map[string]string{
 	"clean-keys":       "2000",
 	"idle-window":      "3s",
 	"settle":           "1s",
+	"ceiling-time":     "1s",
+	"ceiling-mib":      "128",
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -198,6 +223,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.cpuProfileDir, "sluice-cpu-profile", "", "directory for a CPU profile of each sluice cluster node (node-<id>.prof)")
 	fs.IntVar(&cfg.metricsCost, "metrics-cost", 0, "instead of the comparison with Kafka: this many rounds of workload 1 on sluice with metrics.listener off and on (each on a fresh cluster, the order alternating), printing both throughputs and their ratio (issue 21's goal: within 3 %)")
 	fs.DurationVar(&cfg.scrapeEvery, "scrape-interval", 5*time.Second, "-metrics-cost: how often every node's /metrics is scraped while metrics are on")
+	fs.StringVar(&cfg.kafkaVersion, "kafka-version", kafkaVersions[0], "the Apache Kafka release to compare with: "+strings.Join(kafkaVersions, " or "))
+	fs.DurationVar(&cfg.ceilingTime, "ceiling-time", 3*time.Second, "how long each measurement of the machine's ceiling runs (loopback TCP, memory copy; 0: no ceiling)")
+	fs.Int64Var(&cfg.ceilingMiB, "ceiling-mib", 512, "the ceiling's disk measurement: MiB written to the work directory's disk, in 1 MiB chunks, then fsynced")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -214,6 +242,9 @@ func parseFlags(args []string) (*config, error) {
 				}
 			}
 		}
+	}
+	if !slices.Contains(kafkaVersions, cfg.kafkaVersion) {
+		return nil, fmt.Errorf("-kafka-version: %q is not one of %s", cfg.kafkaVersion, strings.Join(kafkaVersions, ", "))
 	}
 	if _, err := compressionCodec(cfg.compression); err != nil {
 		return nil, err
@@ -342,10 +373,11 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*results, error) {
 	for _, name := range cfg.systems {
 		switch name {
 		case "kafka":
-			if err := fetchKafka(ctx, root, logf); err != nil {
+			libs, err := fetchKafka(ctx, root, cfg.kafkaVersion, logf)
+			if err != nil {
 				return nil, err
 			}
-			systems = append(systems, &kafkaSystem{root: root})
+			systems = append(systems, &kafkaSystem{root: root, version: cfg.kafkaVersion, libs: libs})
 		case "sluice":
 			bin := cfg.sluiceBin
 			if bin == "" {
@@ -375,6 +407,15 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*results, error) {
 
 	res := newResults()
 	res.modes = cfg.security
+	res.kafkaVersion = cfg.kafkaVersion
+	if cfg.ceilingTime > 0 && ctx.Err() == nil {
+		// Before the systems, with nothing of the run's own going on.
+		m, err := measureMachine(ctx, workDir, cfg.ceilingTime, cfg.ceilingMiB, logf)
+		if err != nil {
+			return nil, fmt.Errorf("the machine's ceiling: %w", err)
+		}
+		res.machine = m
+	}
 	// Both systems are sent the same values in the same order.
 	values := newValuePool(cfg.recordSize)
 	for _, sys := range systems {

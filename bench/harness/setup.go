@@ -44,21 +44,6 @@ func goBuild(ctx context.Context, root, bin string) error {
 	return nil
 }
 
-// fetchKafka makes sure Kafka's jars are in the cache, with
-// compat/kafkatools/fetch.sh (instant when they are).
-func fetchKafka(ctx context.Context, root string, logf func(string, ...any)) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "compat", "kafkatools", "fetch.sh"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("compat/kafkatools/fetch.sh: %w\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	logf("kafka jars: %s", lines[len(lines)-1])
-	return nil
-}
-
 // raiseFileLimit lifts the limit on open files for the brokers the harness
 // starts: a broker holding 10,000 partitions keeps a descriptor or more
 // open per segment (Kafka's documentation asks for 100,000). As root it

@@ -9,7 +9,8 @@
 #
 #   $SLUICE_KAFKA_LIBS, default ${XDG_CACHE_HOME:-$HOME/.cache}/sluice/kafka-4.1.1/libs
 #
-# With another VERSION (4.4.0: the kafka-configs-keyset compat row) it uses
+# With another VERSION (4.4.0: bench/harness's Kafka baseline and the compat
+# rows that compare with Kafka 4.4, such as kafka-configs-keyset) it uses
 # compat/kafkatools/pom-VERSION.xml and always its own directory,
 # ${XDG_CACHE_HOME:-$HOME/.cache}/sluice/kafka-VERSION/libs, so that
 # SLUICE_KAFKA_LIBS keeps naming the 4.1.1 jars every other row runs. Point
