@@ -46,13 +46,17 @@ package broker
 // UNKNOWN_LEADER_EPOCH if it names the current leader epoch and
 // NOT_LEADER_OR_FOLLOWER if it names none, as in Kafka. A
 // LastFetchedEpoch (v12+, KIP-595) that diverges from the leader's epoch
-// history is answered with DivergingEpoch and no records. Incremental fetch
-// sessions (KIP-227) are not offered: every response carries SessionID 0,
-// which tells the client to keep sending full fetch requests. An
-// incremental request (v7+, SessionEpoch neither 0 nor -1) names a session
-// this broker does not have, and is answered FETCH_SESSION_ID_NOT_FOUND at
-// the top level with no partitions, as Kafka's FetchManager answers an
-// unknown session; the client then sends a full fetch.
+// history is answered with DivergingEpoch and no records.
+//
+// Incremental fetch sessions (KIP-227, v7+): a full fetch at session epoch
+// 0 opens a session in the broker's cache, bounded by
+// max.incremental.fetch.session.cache.slots; an incremental one names only
+// the partitions whose parameters changed and ForgottenTopics, and is
+// answered with only the session's partitions that have something new
+// (fetch_session.go, fetch_session_request.go). An idle partition costs an
+// incremental fetch no log read beyond the check that the fetch offset is
+// at the high watermark (a consumer) or log end (a follower), and no bytes
+// on the wire; the request waits in the long poll below like any other.
 
 import (
 	"context"
@@ -70,22 +74,24 @@ import (
 
 func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.FetchRequest)
-	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
-	}
 	replicaID := req.ReplicaID
 	if req.Version >= 15 {
 		replicaID = req.ReplicaState.ID
 	}
+	sf, code := b.openFetchSession(req, replicaID) // fetch_session_request.go
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	defer sf.release()
 	var deadline <-chan time.Time
 	if req.MaxWaitMillis > 0 {
 		t := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		defer t.Stop()
 		deadline = t.C
 	}
-	plan := planFetch(req)
+	plan := sf.plan(req)
 	quota := b.consumerFetchQuota(r, replicaID) // client_throttle.go
 	budget := quota.capBudget(b.fetchBudget(req, plan))
 	minBytes := min(int(req.MinBytes), budget)
@@ -93,11 +99,13 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 	tally := b.metrics.newFetchTally() // nil without metrics (metrics_requests_topics.go)
 	answer := func(resp *protocol.SplicedResponse, bytes int) kmsg.Response {
 		out := b.answerFetch(ctx, r, quota, req, resp, bytes) // request_quota.go
-		b.metrics.fetched(tally, replicaID >= 0, out == kmsg.Response(resp))
+		delivered := out == kmsg.Response(resp)
+		sf.settle(resp, delivered, out, b.now)
+		b.metrics.fetched(tally, replicaID >= 0, delivered)
 		return out
 	}
 	for {
-		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget, auth, tally)
+		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget, auth, tally, sf)
 		if req.MaxWaitMillis <= 0 || bytes >= minBytes || now || len(watches) == 0 {
 			return answer(resp, bytes), nil
 		}
@@ -105,7 +113,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 		changed := waitFetch(ctx, deadline, watches)
 		end()
 		if !changed {
-			resp, bytes, _, _ = b.fetchOnce(req, replicaID, plan, budget, auth, tally)
+			resp, bytes, _, _ = b.fetchOnce(req, replicaID, plan, budget, auth, tally, sf)
 			return answer(resp, bytes), nil
 		}
 	}
@@ -150,6 +158,9 @@ func (a *fetchAuth) denied(rt *kmsg.FetchRequestTopic, topic *controller.Topic, 
 type fetchTopic struct {
 	topic      *kmsg.FetchRequestTopic
 	partitions []*kmsg.FetchRequestTopicPartition
+	// cached is, for an incremental fetch, the session's partition of each
+	// of partitions; nil otherwise.
+	cached []*sessionPartition
 }
 
 // planFetch lists the partitions a Fetch request names, each once, in the
@@ -314,10 +325,11 @@ func (b *Broker) fetchBudget(req *kmsg.FetchRequest, plan []fetchTopic) int {
 // partitions that were read, to wait on for new data (fetch_wait.go).
 // The partitions auth denies are TOPIC_AUTHORIZATION_FAILED and, as in
 // Kafka, do not end a long poll early.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int, auth *fetchAuth, tally *fetchTally) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetchTopic, budget int, auth *fetchAuth, tally *fetchTally, sf *sessionFetch) (*protocol.SplicedResponse, int, bool, []*partitionWatch) {
 	if tally != nil {
 		tally.parts = tally.parts[:0] // only the round answered counts
 	}
+	sf.startRound()
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	spliced := protocol.Splice(resp)
 	img := b.metadata()
@@ -331,41 +343,51 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		topic := lookupTopic(img, byID, rt.Topic, rt.TopicID)
 		denied := auth.denied(rt, topic, byID)
-		for _, rp := range ft.partitions {
+		for i, rp := range ft.partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			// Kafka sends empty, not null, record bytes; librdkafka
 			// rejects a null set.
 			sp.RecordBatches = []byte{}
+			n := 0
 			if denied {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			changed, n, err := b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0, &capped)
-			if err != nil {
-				hasErr = true
-				sp.ErrorCode = errorCode(err)
-				if sp.ErrorCode == kerr.UnknownServerError.Code {
-					b.logger.Error("fetch failed", "topic", rt.Topic, "partition", rp.Partition, "err", err)
-				}
-				if sp.ErrorCode == kerr.NotLeaderForPartition.Code || sp.ErrorCode == kerr.FencedLeaderEpoch.Code {
-					if mp := topicPartition(topic, rp.Partition); mp != nil {
-						sp.CurrentLeader.LeaderID = mp.Leader
-						sp.CurrentLeader.LeaderEpoch = mp.LeaderEpoch
+			} else {
+				var changed *partitionWatch
+				var err error
+				changed, n, err = b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0, &capped)
+				if err != nil {
+					hasErr = true
+					sp.ErrorCode = errorCode(err)
+					if sp.ErrorCode == kerr.UnknownServerError.Code {
+						b.logger.Error("fetch failed", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+					}
+					if sp.ErrorCode == kerr.NotLeaderForPartition.Code || sp.ErrorCode == kerr.FencedLeaderEpoch.Code {
+						if mp := topicPartition(topic, rp.Partition); mp != nil {
+							sp.CurrentLeader.LeaderID = mp.Leader
+							sp.CurrentLeader.LeaderEpoch = mp.LeaderEpoch
+						}
 					}
 				}
+				if changed != nil {
+					watches = append(watches, changed)
+				}
+				if topic != nil {
+					tally.add(topic.Name, n, sp.ErrorCode)
+				}
+				total += n
 			}
-			if changed != nil {
-				watches = append(watches, changed)
+			var cached *sessionPartition
+			if ft.cached != nil {
+				cached = ft.cached[i]
 			}
-			if topic != nil {
-				tally.add(topic.Name, n, sp.ErrorCode)
+			if sf.keep(rt, rp, cached, &sp, n) {
+				st.Partitions = append(st.Partitions, sp)
 			}
-			total += n
-			st.Partitions = append(st.Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
+		if len(st.Partitions) > 0 || !sf.incremental() {
+			resp.Topics = append(resp.Topics, st)
+		}
 	}
 	// An answer the budget cut short is as full as it can get: waiting
 	// for more data would not make it bigger.

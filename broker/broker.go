@@ -101,6 +101,9 @@ type Broker struct {
 	replicas atomic.Pointer[replicaManager]
 	// throttle is the replication throttle (replica_throttle.go).
 	throttle replicationThrottle
+	// fetchSessions is the incremental fetch session cache
+	// (fetch_session.go).
+	fetchSessions fetchSessionCache
 
 	mu         sync.RWMutex // guards partitions
 	partitions map[logstore.TopicPartition]*partition

@@ -117,6 +117,10 @@ type Broker struct {
 	TelemetryMaxBytes            int32  // telemetry.max.bytes (KIP-714 PushTelemetry)
 	RequestTimeoutMs             int32  // request.timeout.ms
 
+	// max.incremental.fetch.session.cache.slots: most fetch sessions
+	// (KIP-227) cached.
+	MaxIncrementalFetchSessionCacheSlots int32
+
 	ReplicaLagTimeMaxMs                 int64 // replica.lag.time.max.ms
 	ReplicaFetchMaxBytes                int32 // replica.fetch.max.bytes
 	ReplicaFetchMinBytes                int32 // replica.fetch.min.bytes
@@ -314,6 +318,7 @@ var bindings = []binding{
 	fieldFor("max.connections.per.ip.overrides", func(b *Broker) any { return &b.MaxConnectionsPerIPOverrides }),
 	fieldFor("max.connection.creation.rate", func(b *Broker) any { return &b.MaxConnectionCreationRate }),
 	fieldFor("fetch.max.bytes", func(b *Broker) any { return &b.FetchMaxBytes }),
+	fieldFor("max.incremental.fetch.session.cache.slots", func(b *Broker) any { return &b.MaxIncrementalFetchSessionCacheSlots }),
 	fieldFor("telemetry.max.bytes", func(b *Broker) any { return &b.TelemetryMaxBytes }),
 	fieldFor("request.timeout.ms", func(b *Broker) any { return &b.RequestTimeoutMs }),
 	fieldFor("replica.lag.time.max.ms", func(b *Broker) any { return &b.ReplicaLagTimeMaxMs }),

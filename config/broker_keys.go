@@ -73,7 +73,7 @@ var brokerKeyList = []keyDef{
 	bk("queued.max.requests", TypeInt, v("500"), ro, "Requests queued for the handler threads before the network threads stop reading.", atLeast(1)).inert("sluice has no request queue between network and handler threads; queued.max.request.bytes bounds the memory instead"),
 	bk("request.timeout.ms", TypeInt, v("30000"), ro, "Timeout for requests this broker sends to other brokers.", atLeast(0)),
 	bk("fetch.max.bytes", TypeInt, v("57671680"), ro, "Most bytes returned for one Fetch request.", atLeast(1024)),
-	bk("max.incremental.fetch.session.cache.slots", TypeInt, v("1000"), ro, "Most incremental fetch sessions (KIP-227) kept.", atLeast(0)).later(22, "incremental fetch sessions (KIP-227)"),
+	bk("max.incremental.fetch.session.cache.slots", TypeInt, v("1000"), ro, "Most incremental fetch sessions (KIP-227) the broker keeps. When the cache is full, a full fetch opening a session evicts, as Kafka does, a session idle for over 120 s, or else the least valuable evictable one if it is worth less (a follower's session is worth more than a client's, then more partitions; a session is evictable by a follower's when it is a client's, and by any when created over 120 s ago); if none, the fetch gets no session (SessionID 0). 0 offers no sessions.", atLeast(0)),
 	bk("telemetry.max.bytes", TypeInt, v("1048576"), ro, "Largest metrics payload a client may send in one PushTelemetry (KIP-714); a larger one is TELEMETRY_TOO_LARGE. GetTelemetrySubscriptions tells clients this limit.", atLeast(1)),
 
 	// Topics and replication.
