@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// cleanData is the records workload 9 sends: record i (at offset i of the
+// cleanData is the records workload 14 sends: record i (at offset i of the
 // partition) has key keys[i] and is a tombstone when tomb[i].
 type cleanData struct {
 	keys []int32

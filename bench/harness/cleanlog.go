@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Workload 9 reads what each broker's cleaner says it did from the
+// Workload 14 reads what each broker's cleaner says it did from the
 // broker's own log (its stdout and stderr, which the harness keeps in
 // broker.log): the harness runs the brokers as processes and sees them
 // only through their listeners, /proc and that log.

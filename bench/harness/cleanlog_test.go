@@ -7,7 +7,7 @@ import (
 )
 
 // kafkaCleanerLog is Kafka 4.1.1's log around one cleaning pass, as a
-// broker started by the harness wrote it (workload 9, -quick), with a
+// broker started by the harness wrote it (workload 14, -quick), with a
 // second, made-up pass of another partition and one of this partition in
 // the newer wording, with grouped digits.
 const kafkaCleanerLog = `[2026-12-02 03:28:24,610] INFO Cleaner 0: Swapping in cleaned segment LogSegment(baseOffset=17219, size=1852679) (org.apache.kafka.storage.internals.log.Cleaner)
@@ -169,7 +169,7 @@ func TestParseLogfmt(t *testing.T) {
 	}
 }
 
-// TestCleanedView checks what workload 9 expects a consumer to read after
+// TestCleanedView checks what workload 14 expects a consumer to read after
 // cleaning, on records small enough to write out: keys 0 1 0 2 1 0, the
 // fourth a tombstone, cleaned below offset 4.
 func TestCleanedView(t *testing.T) {

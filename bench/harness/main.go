@@ -12,16 +12,18 @@
 // the ratios as a PNG chart.
 //
 // Before the systems run, it measures the machine's ceiling (ceiling.go):
-// loopback TCP, sequential writes to the work directory's disk (into the
-// page cache, and with an fsync at the end) and memory copies, each for
-// -ceiling-time, and derives the best a three-replica cluster on this one
-// box could do. Produce: each byte crosses loopback three times (producer
-// → leader → two followers) and is written three times, on cores all of
-// it shares, so the ceiling is 1 / (3/disk + 3/loopback) MiB/s with disk
-// the page-cache rate (neither broker fsyncs per write). Consume: each
-// byte crosses loopback once from the page cache, 1 / (1/loopback). The
-// figures print as a table of their own above the main one, and the
-// throughput rows get sluice / ceiling. -ceiling-time 0 skips them.
+// loopback TCP (from memory, and from the page cache with sendfile, as
+// brokers serve fetches), sequential writes to the work directory's disk
+// (into the page cache, and with an fsync at the end) and memory copies,
+// each for -ceiling-time, and derives the best a three-replica cluster on
+// this one box could do. Produce: each byte crosses loopback three times
+// (producer → leader from memory, leader → two followers with sendfile)
+// and is written three times, on cores all of it shares, so the ceiling
+// is 1 / (3/disk + 1/loopback + 2/sendfile) MiB/s with disk the
+// page-cache rate (neither broker fsyncs per write). Consume: each byte
+// crosses loopback once with sendfile, 1 / (1/sendfile). The figures
+// print as a table of their own above the main one, and the throughput
+// rows get sluice / ceiling. -ceiling-time 0 skips them.
 //
 // Every record's value is -record-size bytes of its own, cut from a pool
 // of random bytes (values.go), and the producers compress their batches
@@ -67,7 +69,25 @@
 //	failover  5: kill -9 of partition 0's leader to the next acknowledged
 //	          produce, median of -failover-runs; the node is restarted and
 //	          every ISR is full again before the next run.
-//	clean     9 (issue 17, acceptance 5): the log cleaner. -clean-mib MiB of
+//	conns     9 (issue 22): -conns-idle idle client connections (each has
+//	          sent ApiVersions) and -conns-active clients producing one
+//	          record a second each: the largest node's RSS and the produce
+//	          latency p99 (workload_conns.go).
+//	groups   10: -groups consumer groups committing an offset once a
+//	          second from a few clients: commit latency p99 and the nodes'
+//	          CPU (workload_groups.go).
+//	txn      11: transactions of 10 records per second from
+//	          -txn-producers producers, then the same producers
+//	          idempotent only; the ratio is what exactly-once costs
+//	          (workload_txn.go).
+//	cpuhog   13: twice as many busy processes as cores beside the
+//	          cluster for -hog-time while a producer sends -hog-rate
+//	          records/s: false fencings (brokers fenced, ISR shrinks,
+//	          leader changes seen in metadata, and sluice's log), produce
+//	          latency p99, then workload 5's failover under the hog
+//	          (workload_cpuhog.go).
+//	clean    14 (issue 17, acceptance 5; numbered 9 before issue 22 took
+//	          9 to 13): the log cleaner. -clean-mib MiB of
 //	          keyed records (-clean-keys keys, one in ten a tombstone, the
 //	          same records in the same order on both systems) into a
 //	          compacted topic of one partition at RF 1 with 8 MiB segments,
@@ -85,6 +105,11 @@
 //	          to create them (until every node shows every ISR full), the
 //	          cluster's CPU while idle over -idle-window, and the time from
 //	          a node's restart (after a clean stop) until every ISR is full.
+//	scale100k 12: workload 8 with -scale100k-partitions (100,000) on a
+//	          cluster of its own, after the shared one stops, and the
+//	          largest node's RSS; every wait is bounded by
+//	          -scale100k-timeout, and the table shows how many partitions
+//	          reached a full ISR when creation did not finish.
 //	coldstart 6: one node with an empty data dir: process start to the first
 //	          acknowledged produce (topic creation included), median of
 //	          -coldstart-runs. Kafka's kafka-storage.sh format runs before
@@ -164,6 +189,8 @@ type config struct {
 	// scraped every scrapeEvery when on (metricscost.go).
 	metricsCost int
 	scrapeEvery time.Duration
+	// stress are the flags of issue 22's workloads 9 to 13 (stress.go).
+	stress stressConfig
 	// kafkaVersion is the Apache Kafka release of the baseline
 	// (kafkaVersions in kafka.go).
 	kafkaVersion string
@@ -211,9 +238,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.failoverRuns, "failover-runs", 5, "workload 5: kills to time")
 	fs.IntVar(&cfg.coldStartRuns, "coldstart-runs", 3, "workload 6: starts to time")
 	fs.IntVar(&cfg.scalePartitions, "scale-partitions", 10_000, "workload 8: partitions of the topic")
-	fs.Int64Var(&cfg.cleanMiB, "clean-mib", 1024, "workload 9: MiB of keyed records (values and tombstones) to write to the compacted topic and clean")
-	fs.Int64Var(&cfg.cleanWarmupMiB, "clean-warmup-mib", 128, "workload 9: MiB of the same kind cleaned first, untimed, in a topic of their own (a JVM compiles its hot paths; 0: none)")
-	fs.IntVar(&cfg.cleanKeys, "clean-keys", 100_000, "workload 9: how many distinct keys the records overwrite")
+	fs.Int64Var(&cfg.cleanMiB, "clean-mib", 1024, "workload 14: MiB of keyed records (values and tombstones) to write to the compacted topic and clean")
+	fs.Int64Var(&cfg.cleanWarmupMiB, "clean-warmup-mib", 128, "workload 14: MiB of the same kind cleaned first, untimed, in a topic of their own (a JVM compiles its hot paths; 0: none)")
+	fs.IntVar(&cfg.cleanKeys, "clean-keys", 100_000, "workload 14: how many distinct keys the records overwrite")
 	fs.DurationVar(&cfg.idleWindow, "idle-window", 20*time.Second, "workload 8: how long to measure idle CPU")
 	fs.DurationVar(&cfg.settle, "settle", 5*time.Second, "quiet time before idle measurements")
 	fs.StringVar(&cfg.workDir, "workdir", "", "directory for data dirs and broker logs (default: a new temporary directory)")
@@ -226,6 +253,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.kafkaVersion, "kafka-version", kafkaVersions[0], "the Apache Kafka release to compare with: "+strings.Join(kafkaVersions, " or "))
 	fs.DurationVar(&cfg.ceilingTime, "ceiling-time", 3*time.Second, "how long each measurement of the machine's ceiling runs (loopback TCP, memory copy; 0: no ceiling)")
 	fs.Int64Var(&cfg.ceilingMiB, "ceiling-mib", 512, "the ceiling's disk measurement: MiB written to the work directory's disk, in 1 MiB chunks, then fsynced")
+	cfg.stress.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -247,6 +275,9 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-kafka-version: %q is not one of %s", cfg.kafkaVersion, strings.Join(kafkaVersions, ", "))
 	}
 	if _, err := compressionCodec(cfg.compression); err != nil {
+		return nil, err
+	}
+	if err := cfg.stress.check(); err != nil {
 		return nil, err
 	}
 	for _, s := range strings.Split(*systems, ",") {

@@ -65,11 +65,12 @@ func (r *runner) set(key string, v float64) {
 }
 
 // runAll starts the cluster, runs the cluster workloads that were asked
-// for, stops it, then runs the single-node cold start.
+// for, stops it, then runs workload 12 on a cluster of its own and the
+// single-node cold start.
 func (r *runner) runAll(ctx context.Context) {
 	w := r.cfg.workloads
 
-	if slices.ContainsFunc(workloadNames, func(n string) bool { return n != "coldstart" && w[n] }) {
+	if slices.ContainsFunc(workloadNames, func(n string) bool { return n != "coldstart" && n != "scale100k" && w[n] }) {
 		r.logf("starting a %d-node cluster", clusterNodes)
 		start := time.Now()
 		c, err := r.sys.startCluster(ctx, filepath.Join(r.dir, "cluster"), clusterNodes, r.sec)
@@ -92,6 +93,9 @@ func (r *runner) runAll(ctx context.Context) {
 		if !r.cfg.keep {
 			os.RemoveAll(filepath.Join(r.dir, "cluster"))
 		}
+	}
+	if w["scale100k"] && ctx.Err() == nil {
+		r.scale100kCluster(ctx)
 	}
 	if w["coldstart"] && ctx.Err() == nil {
 		if r.sec.secured() {
@@ -133,6 +137,10 @@ func (r *runner) clusterWorkloads(ctx context.Context) {
 		{"consume", r.consumeThroughput},
 		{"e2e", r.endToEnd},
 		{"failover", r.failover},
+		{"conns", r.conns},
+		{"groups", r.groupsCommits},
+		{"txn", r.transactions},
+		{"cpuhog", r.cpuHog},
 		{"clean", r.cleanThroughput},
 		{"scale", r.scale},
 	} {

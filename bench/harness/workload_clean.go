@@ -20,7 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Workload 9 (issue 17, acceptance 5): the log cleaner. Both systems get
+// Workload 14 (issue 17, acceptance 5; 9 before issue 22 numbered its
+// workloads 9 to 13): the log cleaner. Both systems get
 // the same records, in the same order, into a compacted topic of one
 // partition at RF 1 on node 1 — one cleaner on one node works, so the process
 // measured is the one cleaning; at RF 3 each replica cleans its own copy
@@ -52,7 +53,7 @@ import (
 // there of each key (tombstones included), above it every record, every
 // value as sent.
 
-// Workload 9's compacted topics: the measured one, and the warm-up's.
+// Workload 14's compacted topics: the measured one, and the warm-up's.
 const (
 	cleanTopic       = "bench-clean"
 	cleanWarmupTopic = "bench-clean-warmup"
@@ -71,7 +72,7 @@ const (
 	// cleanHoldLag is min.compaction.lag.ms while producing: longer than
 	// any produce phase, so nothing is cleanable until it drops to 0.
 	cleanHoldLag = time.Hour
-	// cleanNode is the node that holds workload 9's partitions.
+	// cleanNode is the node that holds workload 14's partitions.
 	cleanNode = 1
 	// cleanTimeout bounds the wait for the cleaner to finish.
 	cleanTimeout = 20 * time.Minute
@@ -97,7 +98,7 @@ type cleanRow struct {
 	produceTime         time.Duration
 }
 
-// cleanThroughput is workload 9: the untimed warm-up, then the measured
+// cleanThroughput is workload 14: the untimed warm-up, then the measured
 // clean.
 func (r *runner) cleanThroughput(ctx context.Context) error {
 	if r.cfg.cleanWarmupMiB > 0 {
@@ -115,7 +116,7 @@ func (r *runner) cleanThroughput(ctx context.Context) error {
 		return err
 	}
 	r.res.addClean(row)
-	r.res.note("%s workload 9: %d records produced in %s; %d pass(es) on node %d cleaned %s in %s; %s → %s on disk, %d → %d records",
+	r.res.note("%s workload 14: %d records produced in %s; %d pass(es) on node %d cleaned %s in %s; %s → %s on disk, %d → %d records",
 		r.name(), row.records, row.produceTime.Round(time.Millisecond), row.passes, row.node,
 		mibText(row.cleaned.bytesRead), row.cleaned.elapsed.Round(time.Millisecond),
 		mibText(row.bytesBefore), mibText(row.bytesAfter), row.records, row.recordsAfter)
@@ -270,7 +271,7 @@ func (r *runner) cleanOnce(ctx context.Context, topic string, mib int64) (cleanR
 	return row, nil
 }
 
-// createCleanTopic creates one of workload 9's topics on cleanNode, its
+// createCleanTopic creates one of workload 14's topics on cleanNode, its
 // cleaner held off. Its one replica is placed (CreateTopics with a replica
 // assignment) so that the warm-up and the measured clean run in the same
 // process.
@@ -449,7 +450,7 @@ func (r *results) addClean(row cleanRow) {
 	r.clean = append(r.clean, row)
 }
 
-// writeCleanTable prints workload 9's details as a Markdown table.
+// writeCleanTable prints workload 14's details as a Markdown table.
 func (r *results) writeCleanTable(w io.Writer) {
 	r.mu.Lock()
 	rows := r.clean
@@ -458,7 +459,7 @@ func (r *results) writeCleanTable(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Workload 9, the log cleaner (one partition, RF 1, on the node named; cleaner figures as each broker logged its passes):")
+	fmt.Fprintln(w, "Workload 14, the log cleaner (one partition, RF 1, on the node named; cleaner figures as each broker logged its passes):")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(tw, "| system\t| node\t| records sent\t| tombstones\t| keys (live)\t| segments\t| .log MiB before\t| .log MiB after\t| records after\t| passes\t| cleaner read MiB\t| cleaner wrote MiB\t| cleaner records in → out\t| pass time s\t| MiB/s\t| node CPU s\t| lag change to done s\t| RSS before MiB\t| peak RSS MiB\t| peak from\t| sampled peak: anon + file MiB\t|")

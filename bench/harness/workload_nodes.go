@@ -30,7 +30,7 @@ func (r *runner) failover(ctx context.Context) error {
 	}
 	var samples []time.Duration
 	for run := range r.cfg.failoverRuns {
-		d, err := r.failoverOnce(ctx)
+		d, err := r.failoverOnce(ctx, failoverTopic)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", run+1, err)
 		}
@@ -41,10 +41,13 @@ func (r *runner) failover(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) failoverOnce(ctx context.Context) (time.Duration, error) {
+// failoverOnce times one kill -9 of the leader of topic's partition 0 (a
+// topic of one partition at RF 3) and waits, after restarting the node,
+// until every ISR is full again.
+func (r *runner) failoverOnce(ctx context.Context, topic string) (time.Duration, error) {
 	prod, err := r.client(
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(failoverTopic),
+		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(0),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }),
 	)
@@ -55,7 +58,7 @@ func (r *runner) failoverOnce(ctx context.Context) (time.Duration, error) {
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: r.values.value()}).FirstErr(); err != nil {
 		return 0, fmt.Errorf("produce before the kill: %w", err)
 	}
-	leader, err := leaderOf(ctx, r.c.opts, r.c.addrs()[0], failoverTopic)
+	leader, err := leaderOf(ctx, r.c.opts, r.c.addrs()[0], topic)
 	if err != nil {
 		return 0, err
 	}
@@ -115,77 +118,27 @@ func (r *runner) waitRecovered(ctx context.Context, nd *node, want int, topics .
 func (r *runner) scale(ctx context.Context) error {
 	n := r.cfg.scalePartitions
 	topics, sizes := scaleTopics(n)
-	cl, err := r.client()
-	if err != nil {
+	start := time.Now()
+	if err := r.createScaleTopics(ctx, topics, sizes, recoverTimeout); err != nil {
 		return err
 	}
-	adm := kadm.NewClient(cl)
-	adm.SetTimeoutMillis(int32(recoverTimeout / time.Millisecond))
-	minISR := "2"
-	start := time.Now()
-	for i, topic := range topics {
-		cctx, cancel := context.WithTimeout(ctx, recoverTimeout)
-		resp, err := adm.CreateTopic(cctx, sizes[i], benchRF, map[string]*string{"min.insync.replicas": &minISR}, topic)
-		cancel()
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			cl.Close()
-			return fmt.Errorf("create %s (%d partitions): %w", topic, sizes[i], err)
-		}
-	}
-	cl.Close()
 	for _, nd := range r.c.nodes {
 		if err := waitISRFull(ctx, r.c.opts, nd.addr, n, recoverTimeout, topics...); err != nil {
 			return fmt.Errorf("node %d after creating %d partitions: %w", nd.id, n, err)
 		}
 	}
 	r.set("scale_create_s", time.Since(start).Seconds())
-	for _, nd := range r.c.nodes {
-		if open, limit, err := nd.proc.openFiles(); err == nil {
-			r.res.note("%s workload 8: node %d holds %d open files with %d partitions (limit %d)", r.name(), nd.id, open, n, limit)
-		}
-	}
+	r.noteOpenFiles("workload 8", n)
 
-	if err := sleep(ctx, r.cfg.settle); err != nil {
-		return err
-	}
-	cpu := func() (time.Duration, error) {
-		var sum time.Duration
-		for _, nd := range r.c.nodes {
-			t, err := nd.proc.cpuTime()
-			if err != nil {
-				return 0, fmt.Errorf("node %d: %w", nd.id, err)
-			}
-			sum += t
-		}
-		return sum, nil
-	}
-	before, err := cpu()
+	cpu, err := r.idleCPU(ctx)
 	if err != nil {
 		return err
 	}
-	windowStart := time.Now()
-	if err := sleep(ctx, r.cfg.idleWindow); err != nil {
-		return err
-	}
-	after, err := cpu()
+	r.set("scale_idle_cpu", cpu)
+
+	nd, err := r.stopForRestart(ctx, "workload 8", n, topics)
 	if err != nil {
 		return err
-	}
-	r.set("scale_idle_cpu", 100*(after-before).Seconds()/time.Since(windowStart).Seconds())
-
-	nd := r.c.nodes[len(r.c.nodes)-1]
-	stopStart := time.Now()
-	if err := nd.proc.stop(stopTimeout); err != nil {
-		return err
-	}
-	r.res.note("%s workload 8: node %d's controlled shutdown with %d partitions took %s",
-		r.name(), nd.id, n, time.Since(stopStart).Round(time.Millisecond))
-	others := r.c.others(nd.id)
-	if err := waitOutOfISR(ctx, r.c.opts, others[0].addr, nd.id, topics...); err != nil {
-		r.res.note("%s workload 8: the stopped node stayed in some ISRs (%v); restarted anyway", r.name(), err)
 	}
 	if err := nd.restart(); err != nil {
 		return err
@@ -195,6 +148,81 @@ func (r *runner) scale(ctx context.Context) error {
 	}
 	r.set("scale_isr_s", time.Since(nd.proc.started).Seconds())
 	return nil
+}
+
+// createScaleTopics creates topics, of sizes partitions each, at RF 3 and
+// min.insync.replicas 2, one CreateTopics request each, each request
+// allowed perRequest.
+func (r *runner) createScaleTopics(ctx context.Context, topics []string, sizes []int32, perRequest time.Duration) error {
+	cl, err := r.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(perRequest / time.Millisecond))
+	minISR := "2"
+	for i, topic := range topics {
+		cctx, cancel := context.WithTimeout(ctx, perRequest)
+		resp, err := adm.CreateTopic(cctx, sizes[i], benchRF, map[string]*string{"min.insync.replicas": &minISR}, topic)
+		cancel()
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return fmt.Errorf("create %s (%d partitions): %w", topic, sizes[i], err)
+		}
+	}
+	return nil
+}
+
+// noteOpenFiles notes how many files each node holds open with n
+// partitions, and its limit.
+func (r *runner) noteOpenFiles(workload string, n int) {
+	for _, nd := range r.c.nodes {
+		if open, limit, err := nd.proc.openFiles(); err == nil {
+			r.res.note("%s %s: node %d holds %d open files with %d partitions (limit %d)", r.name(), workload, nd.id, open, n, limit)
+		}
+	}
+}
+
+// idleCPU waits -settle and returns the three nodes' CPU time over
+// -idle-window, in percent of one core.
+func (r *runner) idleCPU(ctx context.Context) (float64, error) {
+	if err := sleep(ctx, r.cfg.settle); err != nil {
+		return 0, err
+	}
+	before, err := r.clusterCPU()
+	if err != nil {
+		return 0, err
+	}
+	windowStart := time.Now()
+	if err := sleep(ctx, r.cfg.idleWindow); err != nil {
+		return 0, err
+	}
+	after, err := r.clusterCPU()
+	if err != nil {
+		return 0, err
+	}
+	return 100 * (after - before).Seconds() / time.Since(windowStart).Seconds(), nil
+}
+
+// stopForRestart stops the last node cleanly and waits until the others
+// show it in no ISR of topics (noting it when they still do after two
+// minutes), and returns it, stopped.
+func (r *runner) stopForRestart(ctx context.Context, workload string, n int, topics []string) (*node, error) {
+	nd := r.c.nodes[len(r.c.nodes)-1]
+	stopStart := time.Now()
+	if err := nd.proc.stop(stopTimeout); err != nil {
+		return nil, err
+	}
+	r.res.note("%s %s: node %d's controlled shutdown with %d partitions took %s",
+		r.name(), workload, nd.id, n, time.Since(stopStart).Round(time.Millisecond))
+	others := r.c.others(nd.id)
+	if err := waitOutOfISR(ctx, r.c.opts, others[0].addr, nd.id, topics...); err != nil {
+		r.res.note("%s %s: the stopped node stayed in some ISRs (%v); restarted anyway", r.name(), workload, err)
+	}
+	return nd, nil
 }
 
 // maxPartitionsPerCreate is how many partitions the scale workload creates
