@@ -12,7 +12,10 @@ package broker
 // configuration) list every group config Kafka describes, set on the group
 // (GROUP_CONFIG) or supplied by its broker synonym, for any non-empty
 // group id whether or not the group exists, as Kafka does
-// (group_configs.go). Broker-logger resources have no entries yet; one must
+// (group_configs.go). Client-metrics resources (16, KIP-714's client
+// metrics subscriptions) list the keys set on the subscription, as Kafka
+// does (telemetry_subscriptions.go). Broker-logger resources have no
+// entries yet; one must
 // name this broker (INVALID_REQUEST otherwise, as Kafka's ConfigHelper
 // answers). A topic name that cannot be a topic is INVALID_TOPIC_EXCEPTION.
 //
@@ -74,6 +77,15 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *protocol.Request)
 				resp.Resources = append(resp.Resources, sr)
 				continue
 			}
+		case resourceClientMetrics:
+			configs, err := describeClientMetricsConfigs(img, rr.ResourceName, rr.ConfigNames) // telemetry_subscriptions.go
+			if err != nil {
+				sr.ErrorCode = errorCode(err)
+				sr.ErrorMessage = messages.take(errorMessage(err))
+			}
+			sr.Configs = configs
+			resp.Resources = append(resp.Resources, sr)
+			continue
 		case resourceGroup:
 			var err error
 			if entries, err = b.describeGroupConfigs(img, rr.ResourceName); err != nil {

@@ -15,14 +15,18 @@ package broker
 // telemetry.max.bytes are TELEMETRY_TOO_LARGE. The request itself is
 // bounded by socket.request.max.bytes before it is read.
 //
-// Accepted metrics are dropped, neither decompressed nor kept: they will
-// go to the metrics endpoint (issue 21), the receiver a Kafka broker hands
-// them to. Since no subscription asks for any metric yet (telemetry.go),
-// clients push none unasked. No authorization is needed, as in Kafka.
+// An accepted push's metrics are decompressed and decoded (an OTLP
+// ExportMetricsServiceRequest, telemetry_receive.go) and handed to the
+// metrics endpoint, which exposes them on /metrics labelled with the
+// client instance (metrics.ClientTelemetry); metrics that do not
+// decompress or decode are INVALID_RECORD, Kafka's answer when its
+// receiver fails. Without metrics.listener they are dropped. No
+// authorization is needed, as in Kafka.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/protocol"
@@ -31,8 +35,16 @@ import (
 func (t *clientTelemetry) handlePushTelemetry(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.PushTelemetryRequest)
 	resp := req.ResponseKind().(*kmsg.PushTelemetryResponse)
-	if err := t.push(req.ClientInstanceID, req.SubscriptionID, req.Terminating, req.CompressionType, len(req.Metrics)); err != nil {
+	in, err := t.push(req.ClientInstanceID, telemetryMeta(r), req.SubscriptionID, req.Terminating, req.CompressionType, len(req.Metrics))
+	if err != nil {
 		resp.ErrorCode = err.Code
+		return resp, nil
+	}
+	if len(req.Metrics) > 0 && t.receiver != nil {
+		if err := t.receive(&in, req.CompressionType, req.Metrics); err != nil {
+			t.failedExport(in.id)
+			resp.ErrorCode = kerr.InvalidRecord.Code
+		}
 	}
 	return resp, nil
 }

@@ -2,10 +2,11 @@ package broker
 
 // ListConfigResources (api key 74), versions 0–1 (KIP-1000, KIP-1142).
 //
-// v0 was ListClientMetricsResources: the client-metrics resources with
-// configs, of which sluice has none (no client metrics subscriptions), so
-// the list is empty. v1 lists the config resources of the asked types, or
-// of every type when none is asked: every topic (internal ones included),
+// v0 was ListClientMetricsResources: the client-metrics resources, the
+// client metrics subscriptions set with kafka-client-metrics.sh
+// (controller.Image.ClientMetricsConfigs, telemetry_subscriptions.go), by
+// name. v1 lists the config resources of the asked types, or of every type
+// when none is asked: those subscriptions, every topic (internal ones included),
 // every registered broker as a broker and as a broker-logger resource, and
 // every group id with group configs set (controller.Image.GroupConfigs),
 // whether or not the group exists, as a Kafka 4.4 broker lists them. Any
@@ -29,10 +30,6 @@ import (
 
 	"github.com/sluicedev/sluice/protocol"
 )
-
-// resourceClientMetrics is the client-metrics config resource type
-// (KIP-714); sluice has no such resources.
-const resourceClientMetrics = 16
 
 func (b *Broker) handleListConfigResources(ctx context.Context, r *protocol.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.ListConfigResourcesRequest)
@@ -58,8 +55,7 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *protocol.Requ
 	}
 	for _, typ := range types {
 		switch typ {
-		case resourceClientMetrics:
-		case resourceGroup, resourceBroker, resourceBrokerLogger, resourceTopic:
+		case resourceGroup, resourceBroker, resourceBrokerLogger, resourceTopic, resourceClientMetrics:
 			if img == nil {
 				continue
 			}
@@ -67,6 +63,8 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *protocol.Requ
 			switch typ {
 			case resourceGroup:
 				names = slices.Sorted(maps.Keys(img.GroupConfigs))
+			case resourceClientMetrics:
+				names = slices.Sorted(maps.Keys(img.ClientMetricsConfigs))
 			case resourceTopic:
 				names = slices.Sorted(maps.Keys(img.Topics))
 			default:

@@ -160,8 +160,9 @@ func (b *Broker) mayWriteIdempotently(r *protocol.Request) bool {
 
 // configResourceDenied is the error of a config resource the principal may
 // not perform op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on, nil if it may: the
-// topic's, the group's, or the cluster's for broker and broker-logger
-// resources (Kafka's ConfigHelper and ControllerApis.authorizeAlterResource).
+// topic's, the group's, or the cluster's for broker, broker-logger and
+// client-metrics resources (Kafka's ConfigHelper and
+// ControllerApis.authorizeAlterResource).
 // A type no config resource has is left to the handler's own answer.
 func (b *Broker) configResourceDenied(r *protocol.Request, op kmsg.ACLOperation, typ int8, name string) *kerr.Error {
 	switch typ {
@@ -173,7 +174,7 @@ func (b *Broker) configResourceDenied(r *protocol.Request, op kmsg.ACLOperation,
 		if !b.authorizedGroup(r, op, name) {
 			return kerr.GroupAuthorizationFailed
 		}
-	case resourceBroker, resourceBrokerLogger:
+	case resourceBroker, resourceBrokerLogger, resourceClientMetrics:
 		if !b.authorizedCluster(r, op) {
 			return kerr.ClusterAuthorizationFailed
 		}

@@ -149,6 +149,8 @@ func isListConfig(resourceType int8, key string) bool {
 	case resourceGroup:
 		k, ok := config.LookupGroupKey(key)
 		return ok && k.Type == config.TypeList
+	case resourceClientMetrics:
+		return key == clientMetricsMetrics || key == clientMetricsMatch
 	}
 	return false
 }
@@ -229,6 +231,9 @@ const alterMessageBudget = 64 << 10
 func (b *Broker) alterResourceConfigs(ctx context.Context, img *controller.Image, typ int8, name string, ops []controller.ConfigOp, incremental, validateOnly bool) error {
 	if typ == resourceGroup {
 		return b.alterGroupConfigs(ctx, name, ops, incremental, validateOnly)
+	}
+	if typ == resourceClientMetrics {
+		return b.alterClientMetricsConfigs(ctx, name, ops, incremental, validateOnly) // telemetry_subscriptions.go
 	}
 	res, err := b.configResourceFor(ctx, img, typ, name)
 	if err == nil {

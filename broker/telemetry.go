@@ -7,25 +7,34 @@ package broker
 // Each client instance (a 16-byte id the broker hands out on the client's
 // first GetTelemetrySubscriptions) has a subscription: the metrics the
 // broker wants, how often it wants them (push interval), and a
-// subscription id. Kafka matches a client against its client-metrics
-// subscriptions (CLIENT_METRICS config resources, kafka-client-metrics.sh);
-// sluice has none yet, so every client gets what a Kafka 4.4 broker with a
-// telemetry receiver but no subscription answers: no requested metrics,
-// Kafka's default push interval of five minutes, the compression types
-// zstd, lz4, gzip and snappy, telemetry.max.bytes, delta temporality. The
-// subscription id is Kafka's function of the subscription and the client
-// instance id (CRC32C of the metric set and interval, XOR the id's Java
-// hash code), so a client that pushes to another node, or after this node
-// forgot it, is recognised as Kafka recognises it.
+// subscription id. As in Kafka, the instance is matched against the
+// client metrics subscriptions (CLIENT_METRICS config resources set with
+// kafka-client-metrics.sh, telemetry_subscriptions.go) on the client id,
+// software name and version, source address and port of the request that
+// made the node create it: it gets the union of the matching
+// subscriptions' metrics and the shortest of their intervals, or no
+// metrics and Kafka's default push interval of five minutes when none
+// matches. Every client also gets the compression types zstd, lz4, gzip
+// and snappy, telemetry.max.bytes and delta temporality. The subscription
+// id is Kafka's function of the subscription and the client instance id
+// (CRC32C of the metric set and interval, XOR the id's Java hash code), so
+// a client that pushes to another node, or after this node forgot it, is
+// recognised as Kafka recognises it. When the subscriptions change, an
+// instance is made anew at its next request, as Kafka remakes it: a push
+// with the old subscription id is UNKNOWN_SUBSCRIPTION_ID and the client
+// asks for its new subscription.
 //
 // A client asked for no metrics pushes none: franz-go and the Java client
-// ask again after the push interval. A PushTelemetry that arrives anyway
-// is validated as Kafka validates it (INVALID_REQUEST for a reserved client
-// instance id or after a terminating push, THROTTLING_QUOTA_EXCEEDED before
-// the push interval, UNKNOWN_SUBSCRIPTION_ID, UNSUPPORTED_COMPRESSION_TYPE,
-// TELEMETRY_TOO_LARGE above telemetry.max.bytes) and its metrics are
-// dropped: sluice has no metrics endpoint to hand them to yet (issue 21),
-// the receiver a Kafka broker would pass them to.
+// ask again after the push interval. A PushTelemetry is validated as Kafka
+// validates it (INVALID_REQUEST for a reserved client instance id or after
+// a terminating push, THROTTLING_QUOTA_EXCEEDED before the push interval,
+// UNKNOWN_SUBSCRIPTION_ID, UNSUPPORTED_COMPRESSION_TYPE, TELEMETRY_TOO_LARGE
+// above telemetry.max.bytes); its metrics are then decompressed and decoded
+// (OTLP, telemetry_receive.go) and handed to the node's metrics endpoint
+// (metrics.ClientTelemetry), the receiver a Kafka broker would pass them
+// to; a payload that does not decompress or decode is INVALID_RECORD, as
+// Kafka answers a receiver's failure. Without metrics.listener, accepted
+// metrics are dropped.
 //
 // Where sluice differs from Kafka: Kafka lists GetTelemetrySubscriptions
 // and PushTelemetry in ApiVersions only when a telemetry receiver or
@@ -41,7 +50,9 @@ package broker
 // telemetryMaxInstances client instances, each forgotten when it has sent
 // nothing for max(60 s, three push intervals), the least recently seen
 // first when the table is full. Kafka also forgets an instance when its
-// connection closes; sluice lets it expire. One mutex guards the table;
+// connection closes; sluice lets it expire. A forgotten instance's series
+// leave the metrics endpoint with it (and at the latest when its expiry
+// has passed since its last push). One mutex guards the table;
 // telemetry requests come once per push interval per client, and the
 // mutex is held only to look up and update one entry.
 
@@ -49,11 +60,16 @@ import (
 	"container/list"
 	"crypto/rand"
 	"hash/crc32"
+	"maps"
+	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedev/sluice/metrics"
+	"github.com/sluicedev/sluice/protocol"
 )
 
 // registerTelemetryHandlers registers KIP-714's client telemetry APIs,
@@ -61,6 +77,16 @@ import (
 // only version Kafka 4.4 has.
 func (b *Broker) registerTelemetryHandlers(r quotaRouter) {
 	t := newClientTelemetry(b.cfg.TelemetryMaxBytes, time.Now)
+	t.subscriptions = func() map[string]map[string]string {
+		if img := b.metadata(); img != nil {
+			return img.ClientMetricsConfigs
+		}
+		return nil
+	}
+	if b.metrics != nil {
+		t.receiver = metrics.NewClientTelemetry(time.Now)
+		b.metrics.reg.MustRegister(t.receiver)
+	}
 	r.Register(71, 0, 0, t.handleGetTelemetrySubscriptions)
 	r.Register(72, 0, 0, t.handlePushTelemetry)
 }
@@ -87,6 +113,12 @@ var telemetryCompressionTypes = []int8{4, 3, 1, 2}
 type clientTelemetry struct {
 	maxBytes int32            // telemetry.max.bytes
 	now      func() time.Time // injected for tests
+	// subscriptions returns the client metrics subscriptions of the
+	// node's metadata image; nil for none.
+	subscriptions func() map[string]map[string]string
+	// receiver is the metrics endpoint's store of pushed metrics; nil
+	// without metrics.listener.
+	receiver *metrics.ClientTelemetry
 
 	mu sync.Mutex
 	// instances maps a client instance id to its element in lru, whose
@@ -94,11 +126,19 @@ type clientTelemetry struct {
 	// seen.
 	instances map[[16]byte]*list.Element
 	lru       *list.List
+	// subsSeen is the subscriptions' configs as last read, subs their
+	// parsed form, subsVersion counts their changes.
+	subsSeen    map[string]map[string]string
+	subs        []telemetrySubscription
+	subsVersion uint64
 }
 
 // telemetryInstance is what a node remembers of one client instance.
 type telemetryInstance struct {
 	id             [16]byte
+	meta           telemetryClientMeta
+	subsVersion    uint64
+	metrics        []string // the requested metrics
 	subscriptionID int32
 	pushIntervalMs int32
 	// lastGet and lastPush are when the last accepted request of each
@@ -122,12 +162,27 @@ func newClientTelemetry(maxBytes int32, now func() time.Time) *clientTelemetry {
 	}
 }
 
-// instanceLocked returns the client instance id's state, made (with the
-// subscription every client gets) if the node does not know it, and marks
-// it seen at now. It first forgets the instances that have expired and,
-// when the table is full and id is new, the least recently seen one. Lock
-// should be held.
-func (t *clientTelemetry) instanceLocked(id [16]byte, now time.Time) *telemetryInstance {
+// refreshSubscriptionsLocked rereads the subscriptions, and counts a
+// change when they differ from the last read. Lock should be held.
+func (t *clientTelemetry) refreshSubscriptionsLocked() {
+	var cur map[string]map[string]string
+	if t.subscriptions != nil {
+		cur = t.subscriptions()
+	}
+	if maps.EqualFunc(cur, t.subsSeen, maps.Equal) {
+		return
+	}
+	t.subsSeen, t.subs = cur, parseSubscriptions(cur)
+	t.subsVersion++
+}
+
+// instanceLocked returns the client instance id's state, made from meta
+// (with the subscriptions it matches) if the node does not know it or the
+// subscriptions changed since it was made, and marks it seen at now. It
+// first forgets the instances that have expired and, when the table is
+// full and id is new, the least recently seen one. Lock should be held.
+func (t *clientTelemetry) instanceLocked(id [16]byte, now time.Time, meta telemetryClientMeta) *telemetryInstance {
+	t.refreshSubscriptionsLocked()
 	for e := t.lru.Front(); e != nil; e = t.lru.Front() {
 		in := e.Value.(*telemetryInstance)
 		if now.Sub(in.lastSeen) < in.expiry() {
@@ -137,6 +192,11 @@ func (t *clientTelemetry) instanceLocked(id [16]byte, now time.Time) *telemetryI
 	}
 	if e, ok := t.instances[id]; ok {
 		in := e.Value.(*telemetryInstance)
+		if in.subsVersion != t.subsVersion {
+			// Kafka remakes the instance from its first request's
+			// metadata: the old one's times and error go with it.
+			*in = t.newInstanceLocked(id, in.meta)
+		}
 		in.lastSeen = now
 		t.lru.MoveToBack(e)
 		return in
@@ -144,20 +204,57 @@ func (t *clientTelemetry) instanceLocked(id [16]byte, now time.Time) *telemetryI
 	if t.lru.Len() >= telemetryMaxInstances {
 		t.forgetLocked(t.lru.Front())
 	}
-	in := &telemetryInstance{
+	in := t.newInstanceLocked(id, meta)
+	in.lastSeen = now
+	t.instances[id] = t.lru.PushBack(&in)
+	return &in
+}
+
+// newInstanceLocked is a new instance of id with meta and the
+// subscription the current subscriptions give it. Lock should be held.
+func (t *clientTelemetry) newInstanceLocked(id [16]byte, meta telemetryClientMeta) telemetryInstance {
+	requested, interval := subscriptionFor(t.subs, &meta, id)
+	return telemetryInstance{
 		id:             id,
-		pushIntervalMs: telemetryPushIntervalMs,
-		subscriptionID: telemetrySubscriptionID(nil, telemetryPushIntervalMs, id),
-		lastSeen:       now,
+		meta:           meta,
+		subsVersion:    t.subsVersion,
+		metrics:        requested,
+		pushIntervalMs: interval,
+		subscriptionID: telemetrySubscriptionID(requested, interval, id),
 	}
-	t.instances[id] = t.lru.PushBack(in)
-	return in
+}
+
+// telemetryMeta is what a request says of its client for matching:
+// Kafka's ClientMetricsInstanceMetadata of the request's context.
+func telemetryMeta(r *protocol.Request) telemetryClientMeta {
+	var m telemetryClientMeta
+	if r == nil {
+		return m
+	}
+	if r.Header.ClientID != nil {
+		m.clientID = *r.Header.ClientID
+	}
+	if r.Conn != nil {
+		m.softwareName, m.softwareVersion = r.Conn.ClientSoftware()
+		if a, ok := r.Conn.Remote.(*net.TCPAddr); ok {
+			m.sourceAddress, m.sourcePort = a.IP.String(), strconv.Itoa(a.Port)
+		} else if r.Conn.Remote != nil {
+			if host, port, err := net.SplitHostPort(r.Conn.Remote.String()); err == nil {
+				m.sourceAddress, m.sourcePort = host, port
+			}
+		}
+	}
+	return m
 }
 
 // forgetLocked removes e's instance. Lock should be held.
 func (t *clientTelemetry) forgetLocked(e *list.Element) {
 	t.lru.Remove(e)
-	delete(t.instances, e.Value.(*telemetryInstance).id)
+	id := e.Value.(*telemetryInstance).id
+	delete(t.instances, id)
+	if t.receiver != nil {
+		t.receiver.Forget(uuidString(id))
+	}
 }
 
 // expiry is how long the instance is remembered after its last request:
@@ -234,7 +331,7 @@ func javaUUIDHash(id [16]byte) int32 {
 // for its subscription id or compression type, which the client mends by
 // asking again (Kafka 4.4's validateGetRequest; such an early answer does
 // not count as a request for the throttle, as in Kafka).
-func (t *clientTelemetry) subscribe(asked [16]byte) (telemetryInstance, *kerr.Error) {
+func (t *clientTelemetry) subscribe(asked [16]byte, meta telemetryClientMeta) (telemetryInstance, *kerr.Error) {
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -242,7 +339,7 @@ func (t *clientTelemetry) subscribe(asked [16]byte) (telemetryInstance, *kerr.Er
 	if id == ([16]byte{}) {
 		id = t.newClientInstanceIDLocked()
 	}
-	in := t.instanceLocked(id, now)
+	in := t.instanceLocked(id, now, meta)
 	last := in.lastGet
 	if in.lastPush.After(last) {
 		last = in.lastPush
@@ -259,18 +356,29 @@ func (t *clientTelemetry) subscribe(asked [16]byte) (telemetryInstance, *kerr.Er
 
 // push validates a PushTelemetry as Kafka's validatePushRequest does, in
 // its order, and records its outcome and its Terminating flag whatever the
-// outcome. The caller drops the metrics.
-func (t *clientTelemetry) push(id [16]byte, subscriptionID int32, terminating bool, compression int8, metricsLen int) *kerr.Error {
+// outcome. It returns the instance as it is after the push; the caller
+// hands the metrics of an accepted push to the receiver.
+func (t *clientTelemetry) push(id [16]byte, meta telemetryClientMeta, subscriptionID int32, terminating bool, compression int8, metricsLen int) (telemetryInstance, *kerr.Error) {
 	if reservedUUID(id) {
-		return kerr.InvalidRequest
+		return telemetryInstance{}, kerr.InvalidRequest
 	}
 	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	in := t.instanceLocked(id, now)
+	in := t.instanceLocked(id, now, meta)
 	err := in.validatePush(now, subscriptionID, terminating, compression, metricsLen, t.maxBytes)
 	in.terminating, in.lastError = terminating, err
-	return err
+	return *in, err
+}
+
+// failedExport records that an accepted push's metrics could not be
+// decoded: the instance's last error is INVALID_RECORD, as in Kafka.
+func (t *clientTelemetry) failedExport(id [16]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.instances[id]; ok {
+		e.Value.(*telemetryInstance).lastError = kerr.InvalidRecord
+	}
 }
 
 // validatePush is push's checks, in Kafka's order. Lock should be held.

@@ -67,7 +67,7 @@ func kerrName(err *kerr.Error) string {
 func TestTelemetryThrottleFollowsPushInterval(t *testing.T) {
 	c := newStepClock()
 	tel := newClientTelemetry(100, c.now)
-	in, err := tel.subscribe([16]byte{})
+	in, err := tel.subscribe([16]byte{}, telemetryClientMeta{})
 	wantErr(t, "first GetTelemetrySubscriptions", err, nil)
 	id, sub := in.id, in.subscriptionID
 	if id == ([16]byte{}) || reservedUUID(id) {
@@ -79,29 +79,29 @@ func TestTelemetryThrottleFollowsPushInterval(t *testing.T) {
 	interval := time.Duration(telemetryPushIntervalMs) * time.Millisecond
 
 	c.step(time.Second)
-	_, err = tel.subscribe(id)
+	_, err = tel.subscribe(id, telemetryClientMeta{})
 	wantErr(t, "second GetTelemetrySubscriptions a second later", err, kerr.ThrottlingQuotaExceeded)
 
 	// A push right after the subscription is accepted, however early.
-	wantErr(t, "push after subscribing", tel.push(id, sub, false, 4, 100), nil)
+	wantErr(t, "push after subscribing", pushErr(tel, id, sub, false, 4, 100), nil)
 	c.step(interval / 2)
-	wantErr(t, "push half an interval later", tel.push(id, sub, false, 4, 10), kerr.ThrottlingQuotaExceeded)
+	wantErr(t, "push half an interval later", pushErr(tel, id, sub, false, 4, 10), kerr.ThrottlingQuotaExceeded)
 	c.step(interval / 2)
-	wantErr(t, "push an interval later", tel.push(id, sub, false, 0, 10), nil)
+	wantErr(t, "push an interval later", pushErr(tel, id, sub, false, 0, 10), nil)
 
 	// A refused subscription id lets the client ask again at once, but
 	// that early answer does not open a new push window.
 	c.step(interval)
-	wantErr(t, "push with a stale subscription id", tel.push(id, sub+1, false, 4, 10), kerr.UnknownSubscriptionID)
-	_, err = tel.subscribe(id)
+	wantErr(t, "push with a stale subscription id", pushErr(tel, id, sub+1, false, 4, 10), kerr.UnknownSubscriptionID)
+	_, err = tel.subscribe(id, telemetryClientMeta{})
 	wantErr(t, "GetTelemetrySubscriptions after UNKNOWN_SUBSCRIPTION_ID", err, nil)
-	wantErr(t, "push right after that early answer", tel.push(id, sub, false, 4, 10), kerr.ThrottlingQuotaExceeded)
-	_, err = tel.subscribe(id)
+	wantErr(t, "push right after that early answer", pushErr(tel, id, sub, false, 4, 10), kerr.ThrottlingQuotaExceeded)
+	_, err = tel.subscribe(id, telemetryClientMeta{})
 	wantErr(t, "GetTelemetrySubscriptions after a throttled push", err, kerr.ThrottlingQuotaExceeded)
 
 	// A terminating push is taken inside the interval; nothing after it.
-	wantErr(t, "terminating push", tel.push(id, sub, true, 4, 10), nil)
-	wantErr(t, "push after terminating", tel.push(id, sub, true, 4, 10), kerr.InvalidRequest)
+	wantErr(t, "terminating push", pushErr(tel, id, sub, true, 4, 10), nil)
+	wantErr(t, "push after terminating", pushErr(tel, id, sub, true, 4, 10), kerr.InvalidRequest)
 }
 
 func TestTelemetryPushChecksInKafkasOrder(t *testing.T) {
@@ -127,7 +127,7 @@ func TestTelemetryPushChecksInKafkasOrder(t *testing.T) {
 			// node: its subscription id is recomputed, so it matches.
 			tel := newClientTelemetry(100, newStepClock().now)
 			sub := telemetrySubscriptionID(nil, telemetryPushIntervalMs, tt.id) + tt.subDelta
-			wantErr(t, "push", tel.push(tt.id, sub, false, tt.compression, tt.size), tt.want)
+			wantErr(t, "push", pushErr(tel, tt.id, sub, false, tt.compression, tt.size), tt.want)
 		})
 	}
 }
@@ -135,15 +135,15 @@ func TestTelemetryPushChecksInKafkasOrder(t *testing.T) {
 func TestTelemetryInstancesAreBounded(t *testing.T) {
 	c := newStepClock()
 	tel := newClientTelemetry(100, c.now)
-	first, _ := tel.subscribe([16]byte{})
+	first, _ := tel.subscribe([16]byte{}, telemetryClientMeta{})
 	for range telemetryMaxInstances - 1 {
-		tel.subscribe([16]byte{})
+		tel.subscribe([16]byte{}, telemetryClientMeta{})
 	}
 	if n := len(tel.instances); n != telemetryMaxInstances {
 		t.Fatalf("%d instances, want %d", n, telemetryMaxInstances)
 	}
 	c.step(time.Second)
-	tel.subscribe([16]byte{})
+	tel.subscribe([16]byte{}, telemetryClientMeta{})
 	if n := len(tel.instances); n != telemetryMaxInstances {
 		t.Fatalf("%d instances after one more, want the bound %d", n, telemetryMaxInstances)
 	}
@@ -152,11 +152,18 @@ func TestTelemetryInstancesAreBounded(t *testing.T) {
 	}
 
 	c.step(3*time.Duration(telemetryPushIntervalMs)*time.Millisecond + time.Second)
-	last, _ := tel.subscribe([16]byte{})
+	last, _ := tel.subscribe([16]byte{}, telemetryClientMeta{})
 	if n := len(tel.instances); n != 1 {
 		t.Fatalf("%d instances after three idle push intervals, want only the new one", n)
 	}
 	if _, ok := tel.instances[last.id]; !ok {
 		t.Fatal("the new instance is missing")
 	}
+}
+
+// pushErr is clientTelemetry.push's error, for a client of no particular
+// identity.
+func pushErr(tel *clientTelemetry, id [16]byte, sub int32, terminating bool, compression int8, size int) *kerr.Error {
+	_, err := tel.push(id, telemetryClientMeta{}, sub, terminating, compression, size)
+	return err
 }

@@ -155,6 +155,9 @@ func (r *Router) answerApiVersions(req *Request, id func() (string, int32)) (kms
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	if in.Version >= 3 && req.Conn != nil {
+		req.Conn.software.Store(&[2]string{in.ClientSoftwareName, in.ClientSoftwareVersion})
+	}
 	if in.Version >= 5 {
 		if (in.ClusterID == nil) != (in.NodeID == -1) {
 			resp.ErrorCode = kerr.InvalidRequest.Code

@@ -31,6 +31,18 @@ type ConnInfo struct {
 	// principal is who the connection authenticated as (auth.go); nil
 	// means Anonymous.
 	principal atomic.Pointer[Principal]
+	// software is the client software name and version the connection's
+	// ApiVersions (v3+, KIP-511) gave; nil before one.
+	software atomic.Pointer[[2]string]
+}
+
+// ClientSoftware returns the client software name and version the
+// connection's ApiVersions gave (KIP-511), empty before one.
+func (c *ConnInfo) ClientSoftware() (name, version string) {
+	if s := c.software.Load(); s != nil {
+		return s[0], s[1]
+	}
+	return "", ""
 }
 
 // Principal returns who the connection authenticated as: Anonymous on a
