@@ -407,17 +407,17 @@ func validateProduceRecords(version int16, records []byte) error {
 	if legacyMessage(records) {
 		return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain record batches with magic version 2", kerr.InvalidRecord, version)
 	}
-	headers := logstore.ParseBatchHeaders(records)
-	if len(headers) == 0 {
-		if first := logstore.ParseBatchHeaders(records[:batchEnd(records)]); len(first) == 1 && legacyMessage(records[batchEnd(records):]) {
+	first, batches := logstore.CountBatchHeaders(records)
+	if batches == 0 {
+		if _, n := logstore.CountBatchHeaders(records[:batchEnd(records)]); n == 1 && legacyMessage(records[batchEnd(records):]) {
 			return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain exactly one record batch per partition", kerr.InvalidRecord, version)
 		}
 		return nil
 	}
-	if version < 7 && headers[0].Attributes&0x07 == 4 {
+	if version < 7 && first.Attributes&0x07 == 4 {
 		return fmt.Errorf("%w: Produce requests with version %d are not allowed to use ZStandard compression", kerr.UnsupportedCompressionType, version)
 	}
-	if len(headers) > 1 {
+	if batches > 1 {
 		return fmt.Errorf("%w: Produce requests with version %d are only allowed to contain exactly one record batch per partition", kerr.InvalidRecord, version)
 	}
 	return nil

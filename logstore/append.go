@@ -48,7 +48,8 @@ func (l *Log) AppendAsLeaderWithin(records []byte, leaderEpoch int32, request *R
 	// before appendMu: decompressing a batch does not hold up the
 	// partition's other appends.
 	cfg := l.Config()
-	spans, err := splitBatches(records, cfg, true)
+	var one [1]batchSpan // a Produce carries one batch (issue 22: no allocation)
+	spans, err := splitBatchesInto(one[:0], records, cfg, true)
 	if err != nil {
 		return AppendResult{}, err
 	}

@@ -100,6 +100,29 @@ func ParseBatchHeaders(records []byte) []BatchHeader {
 	return out
 }
 
+// CountBatchHeaders is ParseBatchHeaders without the slice: the first
+// batch's header and how many batches records holds, n = 0 where
+// ParseBatchHeaders returns nil. A Produce's shape check uses it on every
+// partition's records without allocating.
+func CountBatchHeaders(records []byte) (first BatchHeader, n int) {
+	for len(records) > 0 {
+		if len(records) < batchHeaderSize {
+			return BatchHeader{}, 0
+		}
+		h := parseHeader(records)
+		size := h.size()
+		if h.Length < minBatchLength || size > int64(len(records)) || h.Magic != 2 {
+			return BatchHeader{}, 0
+		}
+		if n == 0 {
+			first = h
+		}
+		n++
+		records = records[size:]
+	}
+	return first, n
+}
+
 // LastOffset is the offset of the batch's last record.
 func (h BatchHeader) LastOffset() int64 { return h.lastOffset() }
 
@@ -159,10 +182,17 @@ func checkBatchHeader(h BatchHeader, avail int64) error {
 // the checks to what a producer may send: a leader assigns offsets itself, so
 // the batch must be dense (recordCount == lastOffsetDelta+1) and non-empty.
 func splitBatches(buf []byte, cfg Config, leader bool) ([]batchSpan, error) {
+	return splitBatchesInto(nil, buf, cfg, leader)
+}
+
+// splitBatchesInto is splitBatches appending the spans to dst[:0]: a
+// leader's append passes room for the one batch a Produce carries, so
+// that splitting allocates nothing.
+func splitBatchesInto(dst []batchSpan, buf []byte, cfg Config, leader bool) ([]batchSpan, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("%w: empty record set", ErrCorruptMessage)
 	}
-	var spans []batchSpan
+	spans := dst[:0]
 	for pos := 0; pos < len(buf); {
 		rest := buf[pos:]
 		if len(rest) < batchHeaderSize {
