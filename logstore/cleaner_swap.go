@@ -337,6 +337,7 @@ func (s *segment) commitCleaned() error {
 			}
 		}
 	}
+	fileRenamed(s.log, name+logSuffix+swapSuffix)
 	s.index.file.path = name + indexSuffix + swapSuffix
 	s.timeIndex.file.path = name + timeIndexSuffix + swapSuffix
 	s.txnIndex.file.path = name + txnIndexSuffix + swapSuffix
@@ -399,6 +400,7 @@ func (l *Log) swapIn(g []cleanSegment, ns *segment, truncations uint64) error {
 			}
 		}
 	}
+	fileRenamed(ns.log, name+logSuffix)
 	ns.index.file.path = name + indexSuffix
 	ns.timeIndex.file.path = name + timeIndexSuffix
 	ns.txnIndex.file.path = name + txnIndexSuffix

@@ -28,6 +28,9 @@ type Options struct {
 	// time, without locks). It must not block or call into the log: the
 	// broker takes the directory offline (JBOD, KIP-858).
 	OnStorageError func(tp TopicPartition, err error)
+	// FileCache bounds the segment .log files held open (filecache.go);
+	// nil is DefaultFileCache, the process's, sized from RLIMIT_NOFILE.
+	FileCache *FileCache
 }
 
 // Dir is one log directory (Kafka's log.dirs entry): the partition
@@ -41,6 +44,7 @@ type Dir struct {
 	lock      io.Closer
 	hadClean  bool
 	onStorage func(TopicPartition, error)
+	files     *FileCache // opens the segment .log files; fsys goes through it
 
 	ckMu sync.Mutex // serializes checkpoint writes; first in the lock order
 
@@ -89,6 +93,10 @@ func OpenDir(path string, opts Options) (*Dir, error) {
 	if d.fsys == nil {
 		d.fsys = OSFS{}
 	}
+	if d.files = opts.FileCache; d.files == nil {
+		d.files = DefaultFileCache()
+	}
+	d.fsys = cachingFS{FS: d.fsys, files: d.files}
 	if d.logger == nil {
 		d.logger = slog.Default()
 	}

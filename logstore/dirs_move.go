@@ -305,6 +305,9 @@ func (m *mover) finish() error {
 		old = append(old, p.seg)
 	}
 	l.pendingDeletes = nil
+	for _, s := range old {
+		retireFile(s.log, "") // pinned: their directory is renamed below
+	}
 	l.segments, l.path, l.epochs, l.recoveryPoint = nl.segments, nl.path, nl.epochs, nl.recoveryPoint
 	l.fsys = nl.fsys
 	l.segsMu.Unlock()

@@ -157,8 +157,18 @@
 // cleanup.policy includes delete (Config.CleanupDelete); DeleteRecords
 // moves the log start offset of every log.
 //
-// A segment keeps one file open, its .log. Its .index and .timeindex
-// entries are kept in memory as they are added and written to the files,
+// A segment needs one file open, its .log, and only while it is used: the
+// .log files are opened through a FileCache (filecache.go) that keeps at
+// most its budget of them open across the Dirs sharing it (by default half
+// the process's RLIMIT_NOFILE), closing the least recently used idle ones
+// and reopening them transparently by path when read or written again. A
+// descriptor in use (a read, an append, a sendfile) is never closed under
+// its user, and a segment renamed for deletion keeps its descriptor until
+// it is closed. A reopen short of descriptors fails the one operation
+// (KAFKA_STORAGE_ERROR) without making the log read-only or calling
+// OnStorageError; a reopen that finds the file gone or replaced is a
+// storage error like any other, and nothing is ever recreated. Its .index
+// and .timeindex entries are kept in memory as they are added and written to the files,
 // through a descriptor opened for the write, when the segment is rolled or
 // truncated, and written and fsynced when it is flushed (before the
 // recovery point passes it) and at Close (before the clean-shutdown marker

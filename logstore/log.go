@@ -225,6 +225,11 @@ func (l *Log) fail(op string, err error) error {
 	if errors.Is(err, ErrKafkaStorage) {
 		return err
 	}
+	if isFileBudgetError(err) {
+		// A segment file could not be reopened for want of descriptors
+		// (filecache.go): nothing was written, the log stays writable.
+		return fmt.Errorf("%w: %s %s: %w", ErrKafkaStorage, op, l.tp, err)
+	}
 	werr := fmt.Errorf("%w: %s %s: %v", ErrKafkaStorage, op, l.tp, err)
 	if l.writeErr == nil {
 		l.writeErr = werr

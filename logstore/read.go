@@ -47,8 +47,8 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 
 // noteReadError reports a read's I/O error to the Dir's OnStorageError.
 func (l *Log) noteReadError(err error) {
-	if err == nil || !errors.Is(err, ErrKafkaStorage) {
-		return
+	if err == nil || !errors.Is(err, ErrKafkaStorage) || isFileBudgetError(err) {
+		return // a reopen short of descriptors is no fault of the files
 	}
 	if f := l.onStorageError.Load(); f != nil {
 		(*f)(l.tp, err)
@@ -56,13 +56,18 @@ func (l *Log) noteReadError(err error) {
 }
 
 // readError classifies an error from reading a segment: a file closed under
-// the reader means the segment was deleted by retention or truncation.
+// the reader means the segment was deleted by retention or truncation; a
+// reopen short of descriptors (filecache.go) stays recognizable, so that
+// noteReadError does not blame the directory for it.
 func readError(err error) error {
 	if errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("%w: segment deleted during read", ErrOffsetOutOfRange)
 	}
 	if errors.Is(err, ErrCorruptMessage) {
 		return err
+	}
+	if isFileBudgetError(err) {
+		return fmt.Errorf("%w: read: %w", ErrKafkaStorage, err)
 	}
 	return fmt.Errorf("%w: read: %v", ErrKafkaStorage, err)
 }

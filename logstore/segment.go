@@ -22,9 +22,11 @@ const (
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
 
 // segment is one .log file with its .index, .timeindex and (when a
-// transaction was aborted in it) .txnindex. Only the .log is held open; the
-// index entries live in memory and reach their files as indexFile
-// describes, so a segment costs one file descriptor.
+// transaction was aborted in it) .txnindex. Only the .log is held open,
+// and only while the Dir's FileCache keeps it (log is then a cachedFile,
+// which reopens it when used); the index entries live in memory and reach
+// their files as indexFile describes, so a segment costs at most one file
+// descriptor.
 //
 // Concurrency: the fields below the files are written only by the Log's
 // writer (appendMu held) and, for readers, under segsMu held for writing; a
@@ -322,19 +324,24 @@ func (s *segment) sync() error {
 	return s.persistIndexes(true)
 }
 
-// close closes the .log, the one file a segment keeps open. It writes
+// close closes the .log, the one file a segment opens (for good: a
+// cachedFile is not reopened after it). It writes
 // nothing: index entries not yet persisted are lost, as in a crash.
 func (s *segment) close() error { return s.log.Close() }
 
-// renameDeleted renames the files to *.deleted; the open .log descriptor
-// stays valid so in-flight reads finish. Kafka does the same and removes
+// renameDeleted renames the files to *.deleted; the .log descriptor is
+// pinned open (filecache.go) and stays valid so in-flight reads finish. Kafka does the same and removes
 // them later. Index files that do not exist (a .txnindex is created with
 // its first entry) are skipped. Callers take the segment out of the log's
 // segment list, so its indexes are never written again.
 func (s *segment) renameDeleted(fsys FS) error {
+	if h := cachedOf(s.log); h != nil {
+		h.pin() // before the rename: the descriptor must be this file's
+	}
 	if err := fsys.Rename(s.path(logSuffix), s.path(logSuffix)+deletedSuffix); err != nil {
 		return err
 	}
+	retireFile(s.log, s.path(logSuffix)+deletedSuffix)
 	for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := fsys.Rename(s.path(suf), s.path(suf)+deletedSuffix); err != nil && !isNotExist(err) {
 			return err

@@ -12,7 +12,10 @@ import "io"
 // that diverged from its leader) or deleted (retention, compaction); a
 // reader that comes later finds the file shorter or closed and fails
 // rather than reading other data, which is why File is the segment's own
-// descriptor and not a copy.
+// file and not a copy. File is the segment's cachedFile (filecache.go):
+// its descriptor may be evicted and reopened between ReadSlice and the
+// send (the same file: a reopen checks device and inode), and sendfile
+// holds it through SyscallConn's Control for the whole transfer.
 type Slice struct {
 	File        io.ReaderAt
 	Pos, Size   int64
