@@ -41,6 +41,8 @@ func TestCountFencings(t *testing.T) {
 			fencingCounts{polls: 1, leaderChanges: 1}},
 		{"partition missing from the answer", view(all, steady), view(all, map[int32][]int32{1: {2, 2, 3, 1}, 2: {3, 3, 1, 2}}), fencingCounts{polls: 1}},
 		{"a broker joins", view([]int32{1, 2}, steady), view(all, steady), fencingCounts{polls: 1}},
+		{"a new partition gets its leader", view(all, map[int32][]int32{0: {-1, 1, 2, 3}}), view(all, map[int32][]int32{0: {1, 1, 2, 3}}), fencingCounts{polls: 1}},
+		{"a partition loses its leader", view(all, map[int32][]int32{0: {1, 1, 2, 3}}), view(all, map[int32][]int32{0: {-1, 1, 2, 3}}), fencingCounts{polls: 1, leaderChanges: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := countFencings(tc.prev, tc.cur); got != tc.want {

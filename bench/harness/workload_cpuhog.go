@@ -183,8 +183,9 @@ func viewOf(resp *kmsg.MetadataResponse) clusterView {
 
 // countFencings compares two answers of the same node, prev the earlier:
 // brokers gone from the list, ISRs that lost a member, leaders that
-// changed. A partition missing from either answer (an error) counts
-// nothing.
+// changed. A partition missing from either answer counts nothing, and
+// one that had no leader (-1: a node that had not yet learnt of the
+// election when the topic was new) getting one is no change.
 func countFencings(prev, cur clusterView) fencingCounts {
 	c := fencingCounts{polls: 1}
 	for _, b := range prev.brokers {
@@ -200,7 +201,7 @@ func countFencings(prev, cur clusterView) fencingCounts {
 		if slices.ContainsFunc(isr, func(id int32) bool { return !slices.Contains(now, id) }) {
 			c.isrShrinks++
 		}
-		if prev.leaders[p] != cur.leaders[p] {
+		if prev.leaders[p] >= 0 && prev.leaders[p] != cur.leaders[p] {
 			c.leaderChanges++
 		}
 	}
