@@ -93,6 +93,21 @@ func txnBatches(records []byte) ([]txn.Batch, error) {
 	return out, nil
 }
 
+// txnBatchesInto is txnBatches for a leader's append, appending to
+// dst[:0]: records of one batch, as a Produce's are, are converted
+// without allocating when dst has room for it.
+func txnBatchesInto(dst []txn.Batch, records []byte) ([]txn.Batch, error) {
+	h, n := logstore.CountBatchHeaders(records)
+	if n != 1 {
+		return txnBatches(records)
+	}
+	b, err := txnBatch(h, records)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst[:0], b), nil
+}
+
 // txnBatch converts one header; raw is the whole batch, needed only for
 // control batches.
 func txnBatch(h logstore.BatchHeader, raw []byte) (txn.Batch, error) {
@@ -142,7 +157,8 @@ func (p *partition) appendAsLeader(records []byte, leaderEpoch int32, origin txn
 // guard when none was needed. A guard a marker has cleared meanwhile is
 // INVALID_TXN_STATE and nothing is appended.
 func (p *partition) appendAsLeaderWithin(records []byte, leaderEpoch int32, origin txn.Origin, txnVersion int8, request *logstore.RequestDecompressBudget, guard txn.VerificationGuard) (leaderAppend, error) {
-	batches, err := txnBatches(records)
+	var one [1]txn.Batch
+	batches, err := txnBatchesInto(one[:0], records)
 	if err != nil {
 		return leaderAppend{}, fmt.Errorf("%w: %v", logstore.ErrInvalidRecord, err)
 	}

@@ -236,16 +236,44 @@ func (s *ProducerState) Validate(batches []Batch, origin Origin, txnVersion int8
 	if origin == OriginReplication {
 		return Duplicate{}, false, nil
 	}
-	scratch := make(map[int64]*appendInfo)
+	// Each producer's batches are checked against a copy of its entry.
+	// The first producer's copy is a local with room for its batches
+	// (their array the one allocation): a Produce carries one
+	// producer's batch per partition, and needs no map, no copy of the
+	// entry on the heap and no growth of its batches (issue 22).
+	var (
+		firstID    int64 = -1
+		firstEntry ProducerEntry
+		firstMetas [MaxBatchesPerProducer + 1]BatchMeta
+		first      appendInfo
+		scratch    map[int64]*appendInfo // the other producers'
+	)
 	for _, b := range batches {
 		if b.ProducerID < 0 {
 			continue
 		}
-		ai := scratch[b.ProducerID]
-		if ai == nil {
+		var ai *appendInfo
+		switch {
+		case firstID < 0:
+			firstID = b.ProducerID
 			cur := s.entry(b.ProducerID)
-			ai = &appendInfo{entry: cur.clone(), initialEpoch: cur.Epoch}
-			scratch[b.ProducerID] = ai
+			firstEntry = *cur
+			firstEntry.Batches = append(firstMetas[:0], cur.Batches...)
+			first = appendInfo{entry: &firstEntry, initialEpoch: cur.Epoch}
+			ai = &first
+		case b.ProducerID == firstID:
+			ai = &first
+		default:
+			other := scratch[b.ProducerID]
+			if other == nil {
+				cur := s.entry(b.ProducerID)
+				other = &appendInfo{entry: cur.clone(), initialEpoch: cur.Epoch}
+				if scratch == nil {
+					scratch = make(map[int64]*appendInfo)
+				}
+				scratch[b.ProducerID] = other
+			}
+			ai = other
 		}
 		if origin == OriginClient && !b.Control {
 			if m, ok := ai.entry.duplicateOf(b); ok {

@@ -92,6 +92,37 @@ func TestValidateSeesEarlierBatchesOfTheSameRequest(t *testing.T) {
 	}
 }
 
+// TestValidateOfSeveralProducers: batches of several producers in one
+// call are each checked against their own producer's earlier batches,
+// the first producer's (kept apart from the others', issue 22) as much as
+// the others', and Validate changes none of them.
+func TestValidateOfSeveralProducers(t *testing.T) {
+	s := NewProducerState()
+	s.Apply([]Batch{data(1, 0, 0, 2, 0), data(2, 0, 0, 3, 2), data(3, 0, 0, 1, 5)})
+	ok := []Batch{data(1, 0, 2, 1, 6), data(2, 0, 3, 1, 7), data(1, 0, 3, 1, 8), data(3, 0, 1, 1, 9), data(2, 0, 4, 1, 10)}
+	if _, _, err := s.Validate(ok, OriginClient, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]Batch{
+		{data(1, 0, 2, 1, 6), data(2, 0, 3, 1, 7), data(2, 0, 5, 1, 8)},  // a gap in the second producer's
+		{data(2, 0, 3, 1, 6), data(1, 0, 2, 1, 7), data(1, 0, 4, 1, 8)},  // a gap in the first's, seen second
+		{data(3, 0, 1, 1, 6), data(2, 0, 3, 1, 7), data(3, 0, 3, 1, 8)},  // a gap in the first's, after another's
+		{data(1, 0, 2, 1, 6), data(2, 0, 30, 1, 7), data(1, 0, 3, 1, 8)}, // the second's first batch
+	} {
+		if _, _, err := s.Validate(bad, OriginClient, 0); !errors.Is(err, ErrBatchOutOfOrder) {
+			t.Errorf("%v: %v, want out of order", bad, err)
+		}
+	}
+	if dup, isDup, err := s.Validate([]Batch{data(1, 0, 2, 1, 6), data(2, 0, 0, 3, 7)}, OriginClient, 0); err != nil || !isDup || dup.FirstOffset != 2 {
+		t.Errorf("a retry of the second producer's batch: %+v %v %v", dup, isDup, err)
+	}
+	for id, last := range map[int64]int32{1: 1, 2: 2, 3: 0} {
+		if e, _ := s.Producer(id); e.LastSequence() != last || len(e.Batches) != 1 {
+			t.Errorf("producer %d: last sequence %d, %d batches after Validate, want %d and 1", id, e.LastSequence(), len(e.Batches), last)
+		}
+	}
+}
+
 func TestTransactionsAndLastStableOffset(t *testing.T) {
 	s := NewProducerState()
 	// Producer 1 opens a transaction at 10, producer 2 at 12.
