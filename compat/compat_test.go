@@ -135,6 +135,9 @@ func allRows() []row {
 		// kafka-share-groups.sh's offset commands (4.4.0) on one node
 		// (java_share_offsets_test.go, issue 20).
 		javaShareOffsetsRow(),
+		// kafka-client-metrics.sh (4.4.0) and the Java producer's pushed
+		// metrics on /metrics (java_client_metrics_test.go, KIP-714).
+		javaClientMetricsRow(),
 		// A million keyed records cleaned on three nodes
 		// (java_compaction_test.go, issue 17).
 		javaCompactionRow(),
