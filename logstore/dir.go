@@ -74,6 +74,9 @@ type Dir struct {
 	// movedAway holds the old directories of logs moved to another Dir
 	// (dirs_move.go), removed when due; guarded by delMu.
 	movedAway []movedAway
+	// opening coalesces the log directory flushes of new partitions'
+	// directories (open_prepare.go).
+	opening openSync
 	// Last known checkpoint values, including partitions not opened yet,
 	// so a checkpoint written before they are opened does not lose them.
 	recoveryPoints  map[TopicPartition]int64
@@ -222,7 +225,10 @@ func (d *Dir) Partitions() []TopicPartition {
 // recovered first (see openLog). Opening an open log does not change its
 // configuration; use Log.SetConfig. A zero topicID adopts the id stored in
 // partition.metadata; a different stored id is ErrInconsistentTopicID.
-// Recovery runs under the Dir's lock, so Opens are serialized.
+// Recovery runs under the Dir's lock, so Opens are serialized, but a new
+// partition's directory and partition.metadata are written and fsynced
+// before the lock is taken (prepareMetadata), so concurrent Opens of new
+// partitions flush the disk together rather than one after the other.
 //
 // Any other failure takes the partition offline: the error, which wraps
 // ErrLogOffline and the cause, is logged once with the partition's
@@ -231,6 +237,9 @@ func (d *Dir) Partitions() []TopicPartition {
 func (d *Dir) Open(tp TopicPartition, topicID [16]byte, cfg Config) (*Log, error) {
 	if _, ok := parsePartitionDir(tp.String()); !ok {
 		return nil, fmt.Errorf("logstore: invalid partition name %q", tp.String())
+	}
+	if topicID != ([16]byte{}) && d.needsMetadata(tp) {
+		d.prepareMetadata(tp, topicID)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
