@@ -41,9 +41,10 @@ package broker
 // exporter is configured (a metrics reporter implementing ClientTelemetry
 // or ClientTelemetryExporterProvider), so a default Kafka broker does not
 // list them and clients skip telemetry. sluice always lists them: its
-// receiver is built in (the metrics endpoint, once it exists), and a
-// client gets its client instance id (KafkaProducer.clientInstanceId and
-// the like) as from a Kafka broker with a receiver.
+// receiver is built in (the metrics endpoint when metrics.listener is set;
+// without it pushed metrics are accepted and dropped), and a client gets
+// its client instance id (KafkaProducer.clientInstanceId and the like) as
+// from a Kafka broker with a receiver.
 // compat/api_versions_known_diff.txt records the difference.
 //
 // The state is per node and in memory, as in Kafka: at most

@@ -187,6 +187,14 @@
 //     quotas/mutation.go) and the quota values themselves, which Kafka's
 //     MBeans do not carry either (DescribeClientQuotas gives them).
 //
+// # Client metrics
+//
+// The metrics Kafka clients push to a node (KIP-714's PushTelemetry, the
+// Java client's org.apache.kafka.* metrics) are families of their own,
+// named after the pushed metric and labelled with the client instance
+// that pushed them: client_telemetry.go gives the names, labels and
+// bounds.
+//
 // # Endpoints
 //
 // /metrics is Prometheus' text (or protobuf, when asked) exposition of the
