@@ -46,9 +46,9 @@
 //   - not supported yet: described with Kafka's default; any other value is
 //     refused at start-up and by AlterConfigs / IncrementalAlterConfigs
 //     with "not supported yet (<feature>; issue N)", or "no issue filed
-//     yet" where no issue plans the feature (tiered storage, KIP-405, among
-//     them): metrics reporters (21) and the few keys of the features
-//     still being built.
+//     yet" where no issue plans the feature (tiered storage, KIP-405,
+//     Java plugin classes such as metric.reporters, and Kafka's windowed
+//     metric sensors, among them).
 //
 // The log cleaner's keys (log.cleaner.threads, .dedupe.buffer.size,
 // .io.buffer.size, .io.buffer.load.factor, .io.max.bytes.per.second,

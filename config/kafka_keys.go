@@ -23,6 +23,11 @@ const (
 	// whyOAuthLogin is not an inert reason: the broker's own OAUTHBEARER
 	// login (inter-broker OAUTHBEARER) is not built yet.
 	whyOAuthLogin = "the broker's own OAUTHBEARER login, for OAUTHBEARER between brokers"
+	// whyYammerPolling, whySensorWindows and whyRecordingLevel are not
+	// inert reasons: no issue builds them yet.
+	whyYammerPolling  = "the polling interval of kafka.metrics.reporters, Java plugin classes sluice cannot load"
+	whySensorWindows  = "Kafka's windowed metric sensors (rates and averages over sample windows); sluice's metrics endpoint exposes counters and histograms and leaves rates to Prometheus"
+	whyRecordingLevel = "Kafka's DEBUG and TRACE metric sensors; sluice records every metric it has at INFO"
 	// whyReplicationWindow is not an inert reason: no issue builds it yet.
 	whyReplicationWindow = "the replication throttle measured over Kafka's sample windows; sluice's leader/follower.replication.throttled.rate is a token bucket holding one second of the rate"
 )
@@ -209,13 +214,18 @@ var kafkaOnlyKeys = []keyDef{
 	bk("remote.log.storage.manager.class.path", TypeString, nil, ro, "Tiered storage (KIP-405) setting.").later(0, "tiered storage (KIP-405)"),
 	bk("remote.log.storage.manager.impl.prefix", TypeString, v("rsm.config."), ro, "Tiered storage (KIP-405) setting.").later(0, "tiered storage (KIP-405)"),
 	bk("remote.log.storage.system.enable", TypeBoolean, v("false"), ro, "Tiered storage (KIP-405) setting.").later(0, "tiered storage (KIP-405)"),
-	// Metrics reporters: issue 21.
-	bk("kafka.metrics.polling.interval.secs", TypeInt, v("10"), ro, "Metrics sampling or reporting setting.").later(21, "metrics reporters"),
-	bk("kafka.metrics.reporters", TypeList, v(""), ro, "Yammer metrics reporter classes.").later(21, "metrics reporters"),
-	bk("metric.reporters", TypeList, v("org.apache.kafka.common.metrics.JmxReporter"), cw, "Metrics reporter classes; JmxReporter is always on.").later(21, "metrics reporters"),
-	bk("metrics.num.samples", TypeInt, v("2"), ro, "Metrics sampling or reporting setting.").later(21, "metrics reporters"),
-	bk("metrics.recording.level", TypeString, v("INFO"), ro, "Metrics sampling or reporting setting.").later(21, "metrics reporters"),
-	bk("metrics.sample.window.ms", TypeLong, v("30000"), ro, "Metrics sampling or reporting setting.").later(21, "metrics reporters"),
+	// Metrics reporters and Kafka's metric sensors. Reporters are Java
+	// plugin classes (sluice's metrics are on metrics.listener, issue
+	// 21); the sampling keys govern Kafka's windowed sensors (rates and
+	// averages over metrics.num.samples windows of
+	// metrics.sample.window.ms), which sluice does not compute: it
+	// exposes counters and histograms, and Prometheus takes the rates.
+	bk("kafka.metrics.polling.interval.secs", TypeInt, v("10"), ro, "Polling interval of the kafka.metrics.reporters plugins.").later(0, whyYammerPolling),
+	bk("kafka.metrics.reporters", TypeList, v(""), ro, "Yammer metrics reporter classes.").later(0, whyJavaPlugin),
+	bk("metric.reporters", TypeList, v("org.apache.kafka.common.metrics.JmxReporter"), cw, "Metrics reporter classes; sluice has no JMX, its metrics are on metrics.listener.").later(0, whyJavaPlugin),
+	bk("metrics.num.samples", TypeInt, v("2"), ro, "Samples a windowed metric sensor keeps.").later(0, whySensorWindows),
+	bk("metrics.recording.level", TypeString, v("INFO"), ro, "Highest recording level of the metric sensors recorded.").later(0, whyRecordingLevel),
+	bk("metrics.sample.window.ms", TypeLong, v("30000"), ro, "Length of one sample window of a windowed metric sensor.").later(0, whySensorWindows),
 	// Java plugin classes.
 	bk("alter.config.policy.class.name", TypeClass, nil, ro, "Plugin class checking AlterConfigs requests.").later(0, whyJavaPlugin),
 	bk("config.providers", TypeList, v(""), cw, "ConfigProvider plugins resolving indirect values such as ${file:...} in the config.").later(0, whyJavaPlugin),
