@@ -88,6 +88,9 @@ func decompressTelemetry(codec int8, payload []byte, limit int64) ([]byte, error
 		return nil, fmt.Errorf("unknown compression type %d", codec)
 	}
 	out, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return nil, errTelemetryTooLarge
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -286,3 +286,36 @@ func otlpPayload(t *testing.T, sends int64) []byte {
 
 // uuidBase64 is a Kafka Uuid's string form.
 func uuidBase64(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// Pushed metrics that do not decompress, or do not decode as OTLP, are
+// INVALID_RECORD, as Kafka answers when its receiver fails.
+func TestPushTelemetryUndecodableIsInvalidRecord(t *testing.T) {
+	n := sluicetest.Start(t, "metrics.listener=127.0.0.1:0")
+	cl := n.Client(kgo.DisableClientMetrics())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		name        string
+		compression int8
+		metrics     []byte
+	}{
+		{"not zstd", 4, []byte("not a zstd frame")},
+		{"not OTLP", 0, []byte{0xff, 0xff, 0xff}},
+	} {
+		sub := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+		sresp, err := sub.RequestWith(ctx, cl)
+		if err != nil || sresp.ErrorCode != 0 {
+			t.Fatalf("GetTelemetrySubscriptions: %v %v", err, sresp)
+		}
+		push := kmsg.NewPtrPushTelemetryRequest()
+		push.ClientInstanceID, push.SubscriptionID = sresp.ClientInstanceID, sresp.SubscriptionID
+		push.CompressionType, push.Metrics = tt.compression, tt.metrics
+		presp, err := push.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("%s: PushTelemetry: %v", tt.name, err)
+		}
+		if presp.ErrorCode != kerr.InvalidRecord.Code {
+			t.Errorf("%s: PushTelemetry answered %v, want INVALID_RECORD", tt.name, kerr.ErrorForCode(presp.ErrorCode))
+		}
+	}
+}
