@@ -7,12 +7,15 @@ package main
 // box could do, so that the table can say how close each system gets to
 // the hardware and not only to the other system.
 //
-// Each rate is the machine's, not one core's: the loopback measurement
-// runs NumCPU/2 sender/receiver pairs (at least one; a pair keeps two
-// threads busy, the sender's copy into the socket and the receiver's copy
-// out of it), the disk and memory measurements NumCPU writers or copiers
-// side by side. So each rate is what the whole machine does when it does
-// nothing else.
+// Loopback is measured twice: senders writing from memory (a client
+// sending a request: a copy into the socket, a copy out of it), and
+// senders sending a file from the page cache with sendfile(2) (a broker
+// serving a fetch, as both Kafka and sluice do: no copy on the sending
+// side). Each rate is the machine's, not one core's: the loopback
+// measurements run NumCPU/2 sender/receiver pairs (at least one; a pair
+// keeps two threads busy), the disk and memory measurements NumCPU
+// writers or copiers side by side. So each rate is what the whole machine
+// does when it does nothing else.
 //
 // The model. On one box the three brokers and the clients share the same
 // cores and the same memory bus, and loopback TCP, page-cache writes and
@@ -21,32 +24,37 @@ package main
 // step it goes through can therefore go through all of them at no more
 // than
 //
-//	ceiling = 1 / (w/disk + n/loopback + k/memcpy)
+//	ceiling = 1 / (w/disk + n/loopback + s/sendfile + k/memcpy)
 //
-// MiB/s, where w, n and k count how many times each byte is written to
-// the page cache, crosses loopback, and is copied in memory besides (the
-// copies inside a loopback crossing and a page-cache write are already in
-// those two rates). The looser bound that treats the three as
-// independent resources, min(disk/w, loopback/n, memcpy/k), is printed
-// beside it but is not the ceiling: on this box they are not independent.
+// MiB/s, where w counts how many times each byte is written to the page
+// cache, n and s how many times it crosses loopback from memory and from
+// the page cache, and k how many times it is copied in memory besides
+// (the copies inside a loopback crossing and a page-cache write are
+// already in those rates). The looser bound that treats the steps as
+// independent resources, min(rate/count), is printed beside it but is not
+// the ceiling: on this box they are not independent.
 //
 //   - produce (workload 1, RF 3, acks=all): each byte crosses loopback
-//     three times — producer → leader, and leader → each of the two
-//     followers — and is written three times, once by each replica; a
-//     broker need copy it nowhere else (it reads it from the socket into
-//     the buffer it writes to its segment, and serves followers from the
-//     page cache): w=3, n=3, k=0.
+//     three times — producer → leader from the client's memory, then
+//     leader → each of the two followers from the leader's page cache —
+//     and is written three times, once by each replica; a broker need copy
+//     it nowhere else (it reads it from the socket into the buffer it
+//     writes to its segment): w=3, n=1, s=2, k=0. (The issue's "sent over
+//     loopback twice" counts the replication only; the producer runs on
+//     this box too, and its bytes cross loopback as well.)
 //   - consume (workload 3): the records are in the page cache (just
 //     written); each byte crosses loopback once, leader → consumer, with
-//     no copy besides (sendfile, or one copy that the loopback rate's
-//     sender-side copy stands for): w=0, n=1, k=0.
+//     sendfile: s=1, the rest 0.
 //
 // disk is the page-cache write rate, not the rate with fsync: neither
 // broker fsyncs per write (both run with Kafka's defaults,
 // log.flush.interval.messages and log.flush.interval.ms unbounded, which
 // leave flushing to the OS), so a produce is acknowledged once the bytes
-// are in the page cache of three replicas. The rate with the fsync at the end
-// is printed too, for what the device itself takes.
+// are in the page cache of three replicas. The rate with the fsync at the
+// end is printed too, for what the device itself takes. The memory copy
+// rate counts in neither model (k=0: an ideal broker copies nothing the
+// kernel does not); it is printed for what a copy of every byte would
+// cost.
 //
 // What the ceiling leaves out makes it a bound nobody reaches: the
 // clients' own work (batching, CRCs, the codec), request parsing and
@@ -55,7 +63,8 @@ package main
 // workloads count (record and batch overheads, a few per cent at 1 KiB,
 // cross loopback and land on disk too), so the ratios lean a little
 // against the systems. On a shared machine the ceiling moves with
-// whatever else runs, as every figure does.
+// whatever else runs, as every figure does: it is measured once, minutes
+// before the systems' figures.
 
 import (
 	"context"
@@ -74,7 +83,8 @@ import (
 
 // machine is what measureMachine found, in MiB/s (2^20 bytes).
 type machine struct {
-	loopback  float64 // loopback TCP, pairs side by side
+	loopback  float64 // loopback TCP from memory, pairs side by side
+	sendfile  float64 // loopback TCP from the page cache with sendfile(2)
 	pairs     int
 	disk      float64 // sequential writes into the page cache
 	diskFsync float64 // the same with the fsync at the end counted
@@ -87,14 +97,14 @@ type machine struct {
 // ceilingModel counts what each byte of a workload costs the machine:
 // page-cache writes, loopback crossings, and memory copies besides.
 type ceilingModel struct {
-	name                    string
-	disk, loopback, memcopy float64
+	name                              string
+	disk, loopback, sendfile, memcopy float64
 }
 
 // The workloads' models (see this file's doc comment).
 var (
-	produceCeiling = ceilingModel{name: "produce, RF 3", disk: 3, loopback: 3, memcopy: 0}
-	consumeCeiling = ceilingModel{name: "consume", disk: 0, loopback: 1, memcopy: 0}
+	produceCeiling = ceilingModel{name: "produce, RF 3", disk: 3, loopback: 1, sendfile: 2}
+	consumeCeiling = ceilingModel{name: "consume", sendfile: 1}
 )
 
 // ceilingModels are the models by the metric they bound.
@@ -105,7 +115,7 @@ var ceilingModels = map[string]ceilingModel{
 
 // terms are the model's steps: how many times per byte, and the rate.
 func (cm ceilingModel) terms(m *machine) [][2]float64 {
-	return [][2]float64{{cm.disk, m.disk}, {cm.loopback, m.loopback}, {cm.memcopy, m.memcpy}}
+	return [][2]float64{{cm.disk, m.disk}, {cm.loopback, m.loopback}, {cm.sendfile, m.sendfile}, {cm.memcopy, m.memcpy}}
 }
 
 // rate is the ceiling in MiB/s: 1 / Σ count/rate over the steps the
@@ -145,7 +155,7 @@ func (cm ceilingModel) bound(m *machine) float64 {
 	return b
 }
 
-// formula prints the model, e.g. "1 / (3/disk + 3/loopback)".
+// formula prints the model, e.g. "1 / (3/disk + 1/loopback + 2/sendfile)".
 func (cm ceilingModel) formula() string {
 	f := ""
 	for i, s := range cm.terms(&machine{}) {
@@ -155,7 +165,7 @@ func (cm ceilingModel) formula() string {
 		if f != "" {
 			f += " + "
 		}
-		f += fmt.Sprintf("%g/%s", s[0], [...]string{"disk", "loopback", "memcpy"}[i])
+		f += fmt.Sprintf("%g/%s", s[0], [...]string{"disk", "loopback", "sendfile", "memcpy"}[i])
 	}
 	return "1 / (" + f + ")"
 }
@@ -169,6 +179,10 @@ func measureMachine(ctx context.Context, dir string, d time.Duration, fileMiB in
 	if m.loopback, m.pairs, err = measureLoopback(ctx, d); err != nil {
 		return nil, fmt.Errorf("loopback: %w", err)
 	}
+	logf("the machine's ceiling: loopback TCP with sendfile for %s", d)
+	if m.sendfile, err = measureSendfile(ctx, dir, d); err != nil {
+		return nil, fmt.Errorf("loopback with sendfile: %w", err)
+	}
 	logf("the machine's ceiling: %d MiB of sequential writes under %s", fileMiB, dir)
 	if m.disk, m.diskFsync, m.writers, err = measureDisk(ctx, dir, fileMiB); err != nil {
 		return nil, fmt.Errorf("disk: %w", err)
@@ -176,8 +190,8 @@ func measureMachine(ctx context.Context, dir string, d time.Duration, fileMiB in
 	m.diskMiB = fileMiB
 	logf("the machine's ceiling: memory copy for %s", d)
 	m.memcpy, m.copiers = measureMemcpy(ctx, d)
-	logf("the machine's ceiling: loopback %.0f MiB/s (%d pairs), disk %.0f MiB/s (page cache), %.0f MiB/s (with fsync), memcpy %.0f MiB/s; produce RF 3 %.0f MiB/s, consume %.0f MiB/s",
-		m.loopback, m.pairs, m.disk, m.diskFsync, m.memcpy, produceCeiling.rate(m), consumeCeiling.rate(m))
+	logf("the machine's ceiling: loopback %.0f MiB/s (%d pairs), with sendfile %.0f, disk %.0f MiB/s (page cache), %.0f MiB/s (with fsync), memcpy %.0f MiB/s; produce RF 3 %.0f MiB/s, consume %.0f MiB/s",
+		m.loopback, m.pairs, m.sendfile, m.disk, m.diskFsync, m.memcpy, produceCeiling.rate(m), consumeCeiling.rate(m))
 	return m, ctx.Err()
 }
 
@@ -194,9 +208,67 @@ func randomChunk() []byte {
 }
 
 // measureLoopback runs max(1, NumCPU/2) sender/receiver pairs over
-// 127.0.0.1, each sender writing 1 MiB at a time, and returns the bytes
-// received per second over d, after a warm-up of d/5.
+// 127.0.0.1, each sender writing the same 1 MiB of memory again and
+// again, and returns the bytes received per second over d, after a
+// warm-up of d/5, and the number of pairs.
 func measureLoopback(ctx context.Context, d time.Duration) (float64, int, error) {
+	buf := randomChunk()
+	return measureStreams(ctx, d, func(out net.Conn) error {
+		for {
+			if _, err := out.Write(buf); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// sendfileMiB is the size of the file measureSendfile sends from.
+const sendfileMiB = 64
+
+// measureSendfile is measureLoopback with each sender sending a file of
+// sendfileMiB MiB under dir, in the page cache, with sendfile(2) (Go's
+// TCPConn.ReadFrom of an *os.File), from its start again each time it
+// reaches the end: how brokers serve fetches. The file is removed.
+func measureSendfile(ctx context.Context, dir string, d time.Duration) (float64, error) {
+	path := filepath.Join(dir, "ceiling-sendfile")
+	buf := randomChunk()
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(path)
+	for range sendfileMiB {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	rate, _, err := measureStreams(ctx, d, func(out net.Conn) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for {
+			if _, err := out.(*net.TCPConn).ReadFrom(f); err != nil {
+				return err
+			}
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+		}
+	})
+	return rate, err
+}
+
+// measureStreams runs max(1, NumCPU/2) pairs of connections over
+// 127.0.0.1, send writing into one end until it is closed and a receiver
+// reading the other into a 1 MiB buffer, and returns the bytes received
+// per second over d, after a warm-up of d/5, and the number of pairs.
+func measureStreams(ctx context.Context, d time.Duration, send func(net.Conn) error) (float64, int, error) {
 	pairs := max(1, runtime.NumCPU()/2)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -206,13 +278,13 @@ func measureLoopback(ctx context.Context, d time.Duration) (float64, int, error)
 	var received atomic.Int64
 	var conns []net.Conn
 	var wg sync.WaitGroup
+	sendErrs := make(chan error, pairs)
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 		wg.Wait()
 	}()
-	buf := randomChunk()
 	for range pairs {
 		out, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
@@ -224,13 +296,7 @@ func measureLoopback(ctx context.Context, d time.Duration) (float64, int, error)
 			return 0, 0, err
 		}
 		conns = append(conns, in)
-		wg.Go(func() {
-			for {
-				if _, err := out.Write(buf); err != nil {
-					return
-				}
-			}
-		})
+		wg.Go(func() { sendErrs <- send(out) })
 		wg.Go(func() {
 			b := make([]byte, chunk)
 			for {
@@ -250,6 +316,12 @@ func measureLoopback(ctx context.Context, d time.Duration) (float64, int, error)
 		return 0, 0, err
 	}
 	n1, t1 := received.Load(), time.Now()
+	select {
+	case err := <-sendErrs:
+		// A sender stopped before the connections were closed.
+		return 0, 0, fmt.Errorf("sender: %w", err)
+	default:
+	}
 	return mibPerSec(n1-n0, t1.Sub(t0)), pairs, nil
 }
 
@@ -359,7 +431,8 @@ func mibPerSec(n int64, d time.Duration) float64 {
 func (m *machine) write(w io.Writer) {
 	fmt.Fprintln(w, "| the machine, measured before the systems | MiB/s |")
 	fmt.Fprintln(w, "|---|--:|")
-	fmt.Fprintf(w, "| loopback TCP, %d sender/receiver pair(s), 1 MiB writes | %s |\n", m.pairs, formatValue(m.loopback))
+	fmt.Fprintf(w, "| loopback TCP, %d sender/receiver pair(s), 1 MiB writes from memory | %s |\n", m.pairs, formatValue(m.loopback))
+	fmt.Fprintf(w, "| loopback TCP, the same sending a %d MiB file from the page cache with sendfile | %s |\n", sendfileMiB, formatValue(m.sendfile))
 	fmt.Fprintf(w, "| sequential write, %d MiB over %d file(s), page cache (the ceiling's disk) | %s |\n", m.diskMiB, m.writers, formatValue(m.disk))
 	fmt.Fprintf(w, "| sequential write, the same with fsync at the end | %s |\n", formatValue(m.diskFsync))
 	fmt.Fprintf(w, "| memory copy, %d copier(s), 64 MiB buffers | %s |\n", m.copiers, formatValue(m.memcpy))

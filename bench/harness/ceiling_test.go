@@ -11,37 +11,40 @@ import (
 
 // TestCeilingModel checks the ceilings' formula: 1 / Σ count/rate, each
 // byte of a produce at RF 3 written three times and crossing loopback
-// three times, each byte of a consume crossing loopback once.
+// three times, once from the producer's memory and twice with sendfile
+// to the followers, each byte of a consume crossing loopback once with
+// sendfile.
 func TestCeilingModel(t *testing.T) {
-	m := &machine{loopback: 2400, disk: 1200, memcpy: 6000}
+	m := &machine{loopback: 2400, sendfile: 4800, disk: 1200, memcpy: 6000}
 	near := func(name string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > 1e-9*want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	// 3/1200 + 3/2400 = 1/400 + 1/800 = 3/800 s per MiB.
-	near("produce", produceCeiling.rate(m), 800.0/3)
-	near("consume", consumeCeiling.rate(m), 2400)
-	// Independent resources: min(1200/3, 2400/3).
+	// 3/1200 + 1/2400 + 2/4800 = 1/400 + 1/2400 + 1/2400 = 1/300 s per MiB.
+	near("produce", produceCeiling.rate(m), 300)
+	near("consume", consumeCeiling.rate(m), 4800)
+	// Independent resources: min(1200/3, 2400/1, 4800/2).
 	near("produce bound", produceCeiling.bound(m), 400)
-	near("consume bound", consumeCeiling.bound(m), 2400)
+	near("consume bound", consumeCeiling.bound(m), 4800)
 	// A copy of each byte besides: + 1/6000.
-	withCopy := ceilingModel{disk: 3, loopback: 3, memcopy: 1}
-	near("produce with a copy", withCopy.rate(m), 1/(3.0/1200+3.0/2400+1.0/6000))
+	withCopy := produceCeiling
+	withCopy.memcopy = 1
+	near("produce with a copy", withCopy.rate(m), 1/(3.0/1200+1.0/2400+2.0/4800+1.0/6000))
 	near("produce with a copy, bound", withCopy.bound(m), 400)
-	if got, want := produceCeiling.formula(), "1 / (3/disk + 3/loopback)"; got != want {
+	if got, want := produceCeiling.formula(), "1 / (3/disk + 1/loopback + 2/sendfile)"; got != want {
 		t.Errorf("produce formula %q, want %q", got, want)
 	}
-	if got, want := withCopy.formula(), "1 / (3/disk + 3/loopback + 1/memcpy)"; got != want {
+	if got, want := withCopy.formula(), "1 / (3/disk + 1/loopback + 2/sendfile + 1/memcpy)"; got != want {
 		t.Errorf("formula with a copy %q, want %q", got, want)
 	}
 	// A step the model counts but nobody measured: no ceiling; one it
 	// does not count does not matter.
-	if got := produceCeiling.rate(&machine{loopback: 2400}); got != 0 {
+	if got := produceCeiling.rate(&machine{loopback: 2400, sendfile: 4800}); got != 0 {
 		t.Errorf("produce without a disk rate = %v, want 0", got)
 	}
-	near("consume without a disk rate", consumeCeiling.rate(&machine{loopback: 2400}), 2400)
+	near("consume without a disk rate", consumeCeiling.rate(&machine{sendfile: 4800}), 4800)
 }
 
 // TestCeilingColumn checks the table's sluice / ceiling column and the
@@ -49,11 +52,11 @@ func TestCeilingModel(t *testing.T) {
 func TestCeilingColumn(t *testing.T) {
 	res := newResults()
 	res.kafkaVersion = "4.4.0"
-	res.machine = &machine{loopback: 2400, disk: 1200, memcpy: 6000, pairs: 1, writers: 2, copiers: 2, diskMiB: 512}
+	res.machine = &machine{loopback: 2400, sendfile: 4800, disk: 1200, memcpy: 6000, pairs: 1, writers: 2, copiers: 2, diskMiB: 512}
 	res.set("produce_mibs", "kafka", 80)
-	res.set("produce_mibs", "sluice", 200) // 2.5× Kafka, 0.75 of 266.7
+	res.set("produce_mibs", "sluice", 225) // 2.81× Kafka, 0.75 of 300
 	res.set("consume_mibs", "kafka", 1000)
-	res.set("consume_mibs", "sluice", 1200) // 0.5 of 2400
+	res.set("consume_mibs", "sluice", 2400) // 0.5 of 4800
 	res.set("scale_idle_cpu", "sluice", 20)
 	if q, ok := res.ceilingRatio("produce_mibs"); !ok || math.Abs(q-0.75) > 1e-9 {
 		t.Errorf("produce sluice / ceiling = %v, %v; want 0.75", q, ok)
@@ -69,11 +72,11 @@ func TestCeilingColumn(t *testing.T) {
 		t.Errorf("chart: %v", err)
 	}
 	for _, want := range []string{
-		"| ceiling, produce, RF 3: 1 / (3/disk + 3/loopback) (independent resources: 400) | 267 |",
-		"| ceiling, consume: 1 / (1/loopback) (independent resources: 2400) | 2400 |",
+		"| ceiling, produce, RF 3: 1 / (3/disk + 1/loopback + 2/sendfile) (independent resources: 400) | 300 |",
+		"| ceiling, consume: 1 / (1/sendfile) (independent resources: 4800) | 4800 |",
 		"Kafka 4.4.0",
 		"sluice / ceiling",
-		"| 2.50",
+		"| 2.81",
 		"| 0.75",
 		"≥ 2 met; ceiling ≥ 0.6 met",
 		"| 0.50",
@@ -93,7 +96,7 @@ func TestMeasureMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.loopback <= 0 || m.disk <= 0 || m.diskFsync <= 0 || m.memcpy <= 0 {
+	if m.loopback <= 0 || m.sendfile <= 0 || m.disk <= 0 || m.diskFsync <= 0 || m.memcpy <= 0 {
 		t.Errorf("a rate is missing: %+v", *m)
 	}
 	if m.diskFsync > m.disk {
