@@ -93,6 +93,13 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *protocol.Request) (k
 	}
 	ctx, mutations := startMutationQuota(ctx, r, &req.UnknownTags, createTopicsStrictVersion)
 	results := b.createTopics(ctx, create, req.ValidateOnly)
+	b.waitCreatedLogs(ctx, req.TimeoutMillis, func(yield func(string) bool) {
+		for _, res := range results {
+			if res.Err == nil && !req.ValidateOnly && !yield(res.Name) {
+				return
+			}
+		}
+	})
 	byName := make(map[string]controller.CreateTopicResult, len(results)+len(refused))
 	for _, res := range results {
 		byName[res.Name] = res

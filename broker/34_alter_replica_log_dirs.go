@@ -78,6 +78,7 @@ func (b *Broker) alterReplicaLogDir(tp logstore.TopicPartition, path string) int
 	if dirs.dirOffline(ld) != nil || dirs.Offline(tp) != nil {
 		return kerr.KafkaStorageError.Code
 	}
+	b.waitReplicaOpen(tp) // a replica whose log is being opened is about to be served
 	p := b.partition(tp)
 	if p == nil {
 		dirs.setPreferred(tp, ld)

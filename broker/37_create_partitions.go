@@ -57,6 +57,13 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *protocol.Request
 	}
 	ctx, mutations := startMutationQuota(ctx, r, &req.UnknownTags, createPartitionsStrictVersion)
 	results := b.createPartitions(ctx, reqs, req.ValidateOnly)
+	b.waitCreatedLogs(ctx, req.TimeoutMillis, func(yield func(string) bool) {
+		for _, res := range results {
+			if res.Err == nil && !req.ValidateOnly && !yield(res.Topic) {
+				return
+			}
+		}
+	})
 	byName := make(map[string]error, len(results))
 	for _, res := range results {
 		byName[res.Topic] = res.Err

@@ -61,6 +61,9 @@ type Broker struct {
 	// next reconcile look at every topic (reconcile.go).
 	reconcileMu  sync.Mutex
 	reconcileAll bool
+	// opener opens the logs of the replicas reconcile assigns here, off
+	// the apply goroutine (reconcile_open.go).
+	opener *logOpener
 
 	pids producerIDs
 	// ctrlSec is the controller listener's TLS (controller_security.go),
@@ -224,6 +227,8 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		return nil, fmt.Errorf("broker: log.dirs: %w", err)
 	}
 	b.dir = dir
+	b.opener = newLogOpener()
+	go b.runOpener()
 	dir.configureMoves(cfg)
 
 	b.groups = b.newGroupCoordinator()
@@ -270,6 +275,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		OfflineReplicas:   func() controller.OfflineReport { return dir.offlineReport(b.metadata(), cfg.NodeID) },
 	})
 	if err != nil {
+		b.stopOpener()
 		dir.Close(nil)
 		closeListeners()
 		return nil, fmt.Errorf("broker: metadata: %w", err)
@@ -285,6 +291,8 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	// applied (authorize.go).
 	b.authorizer()
 	b.removeOrphans()
+	// The logs reconcile queued are opened before the node serves.
+	_ = b.opener.wait(context.Background(), func(logstore.TopicPartition) bool { return true })
 	// Every assigned partition's log is open now, so the recovery figures
 	// are final: operators (and the binary's tests) read them here.
 	rs := dir.RecoveryStats()
@@ -304,6 +312,7 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	}
 	if err := b.newServers(); err != nil {
 		ctrl.Close()
+		b.stopOpener()
 		dir.Close(nil)
 		closeListeners()
 		return nil, err
@@ -476,6 +485,7 @@ func (b *Broker) shutdown(clean bool) error {
 	if err := b.ctrl.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	b.stopOpener() // no reconcile queues a log any more
 	if clean {
 		// The producer tables as of the log end, so the next start
 		// replays nothing (as Kafka's clean shutdown does).

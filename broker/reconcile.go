@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -61,11 +62,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 			}
 		}
 		logCfg, err := b.logConfig(img, t)
-		minInsync := b.minInsyncReplicas(img, t)
-		hwMinISR := 0 // KIP-966's strict min ISR, with eligible leader replicas
-		if img.Features[elrFeature] >= 1 {
-			hwMinISR = minInsync
-		}
+		minInsync, hwMinISR := b.minInsyncOf(img, t)
 		if err != nil {
 			b.logger.Error("topic config unusable, using broker defaults", "topic", t.Name, "err", err)
 		}
@@ -75,7 +72,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 			}
 			tp := logstore.TopicPartition{Topic: t.Name, Partition: mp.Partition}
 			if !slices.Contains(mp.Replicas, self) {
-				if !full && b.partition(tp) != nil {
+				if !full && (b.partition(tp) != nil || b.opener.has(tp)) {
 					gone = append(gone, tp) // reassigned away
 				}
 				continue
@@ -88,35 +85,10 @@ func (b *Broker) reconcile(img *controller.Image) {
 				p = nil
 			}
 			if p == nil {
-				log, err := b.dir.Open(tp, t.ID, logCfg, newReplica(prev, t, mp.Partition, self))
-				if errors.Is(err, logstore.ErrLogOffline) {
-					// Offline until the next start (the Dir logged
-					// why): no empty log takes its place, no fetcher
-					// fills it, clients get KAFKA_STORAGE_ERROR.
-					continue
-				}
-				if err != nil {
-					b.logger.Error("cannot open partition log", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-					b.reconcileAll = true // try again at the next image
-					continue
-				}
-				p = newPartition(tp, t.ID, log)
-				p.producers.cfg = producerConfig{logger: b.logger, now: b.now, expirationMs: int64(b.cfg.ProducerIDExpirationMs)}
-				if err := p.rebuildProducerState(); err != nil {
-					b.logger.Error("cannot rebuild producer state", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-				}
-				hw, ok := b.dir.CheckpointedHighWatermark(tp)
-				if !ok || hw > log.LogEndOffset() {
-					hw = 0
-				}
-				if hw < log.LogStartOffset() {
-					hw = log.LogStartOffset()
-				}
-				p.hw.Store(hw)
-				b.mu.Lock()
-				b.partitions[tp] = p
-				b.mu.Unlock()
-				kickFetchers = true
+				// Opened off the apply path, and served once open
+				// (reconcile_open.go).
+				b.opener.queue(tp, openRequest{topicID: t.ID, cfg: logCfg, isNew: newReplica(prev, t, mp.Partition, self)})
+				continue
 			} else if p.log.Config() != logCfg {
 				p.log.SetConfig(logCfg)
 			}
@@ -138,6 +110,11 @@ func (b *Broker) reconcile(img *controller.Image) {
 			}
 		}
 		b.mu.RUnlock()
+		for _, tp := range b.opener.queued() {
+			if !want(tp) {
+				gone = append(gone, tp)
+			}
+		}
 	} else {
 		// Partitions of deleted topics, and those a recreated topic no
 		// longer has; the loop above looked at every other partition
@@ -153,7 +130,7 @@ func (b *Broker) reconcile(img *controller.Image) {
 			}
 			for i := first; i < len(old.Partitions); i++ {
 				tp := logstore.TopicPartition{Topic: name, Partition: int32(i)}
-				if b.partition(tp) != nil {
+				if b.partition(tp) != nil || b.opener.has(tp) {
 					gone = append(gone, tp)
 				}
 			}
@@ -182,6 +159,7 @@ func sameBrokerConfigs(a, b *controller.Image) bool {
 // dropPartition forgets a replica and removes its log from disk: its topic
 // was deleted, or a reassignment moved it off this node.
 func (b *Broker) dropPartition(tp logstore.TopicPartition) {
+	b.opener.cancel(tp) // one being opened is removed when it is installed
 	b.mu.Lock()
 	p := b.partitions[tp]
 	delete(b.partitions, tp)
@@ -208,6 +186,9 @@ func (b *Broker) dropPartition(tp logstore.TopicPartition) {
 // A partition this node hosts, or whose log is offline, is not an orphan.
 // It runs under reconcileMu, so no reconcile opens a log while it decides.
 func (b *Broker) removeOrphans() {
+	// The logs the first reconcile queued open first: one that fails
+	// (an older topic id under an assigned name) is decided here.
+	_ = b.opener.wait(context.Background(), func(logstore.TopicPartition) bool { return true })
 	b.reconcileMu.Lock()
 	img, self := b.metadata(), b.cfg.NodeID
 	if img == nil {
