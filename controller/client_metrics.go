@@ -68,5 +68,8 @@ func (b *imageBuilder) setClientMetricsConfig(name string, configs map[string]st
 	} else {
 		next[name] = configs
 	}
+	if len(next) == 0 {
+		next = nil // as a snapshot restores it
+	}
 	b.next.ClientMetricsConfigs = next
 }
