@@ -299,7 +299,10 @@ func reservedUUID(id [16]byte) bool {
 // the CRC32C of the metric set as Java prints it ("[a, b]") followed by
 // the push interval, XOR the Java hash code of the client instance id
 // (ClientMetricsManager.computeSubscriptionId). Being a function of its
-// inputs, it is the same on every node.
+// inputs, it is the same on every node. sluice prints the metrics sorted
+// (subscriptionFor); Kafka prints its HashSet in hash order, so for two
+// or more metrics the number differs from a Kafka broker's, which no
+// client can tell: it only compares the id with what it was handed.
 func telemetrySubscriptionID(metrics []string, pushIntervalMs int32, id [16]byte) int32 {
 	s := "["
 	for i, m := range metrics {
