@@ -237,6 +237,13 @@ func telemetryMeta(r *protocol.Request) telemetryClientMeta {
 	}
 	if r.Conn != nil {
 		m.softwareName, m.softwareVersion = r.Conn.ClientSoftware()
+	}
+	if m.softwareName == "" {
+		// Kafka's ClientInformation of a connection without an
+		// ApiVersions v3+.
+		m.softwareName, m.softwareVersion = "unknown", "unknown"
+	}
+	if r.Conn != nil {
 		if a, ok := r.Conn.Remote.(*net.TCPAddr); ok {
 			m.sourceAddress, m.sourcePort = a.IP.String(), strconv.Itoa(a.Port)
 		} else if r.Conn.Remote != nil {
