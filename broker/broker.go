@@ -221,7 +221,13 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		return nil, err
 	}
 
-	dir, err := openLogDirs(cfg.LogDirs, logstore.Options{Logger: b.logger, Now: b.now}, b.logger)
+	// Each log dir loads its logs with num.recovery.threads.per.data.dir
+	// goroutines, indexed as the broker's defaults say until the metadata
+	// gives each topic's configs (logstore.Options.LoadConfig).
+	loadCfg := logstore.DefaultConfig()
+	loadCfg.IndexIntervalBytes, loadCfg.SegmentIndexBytes = cfg.LogIndexIntervalBytes, cfg.LogIndexSizeMaxBytes
+	dir, err := openLogDirs(cfg.LogDirs, logstore.Options{Logger: b.logger, Now: b.now,
+		RecoveryThreads: int(cfg.NumRecoveryThreadsPerDataDir), LoadConfig: loadCfg}, b.logger)
 	if err != nil {
 		closeListeners()
 		return nil, fmt.Errorf("broker: log.dirs: %w", err)

@@ -217,6 +217,9 @@ func ValidateBrokerDynamic(key, value string) error {
 	if k.mode == ReadOnly {
 		return &KeyError{Key: key, Detail: "cannot be updated dynamically (read-only; set it in the file and restart)", Kind: ErrNotDynamic}
 	}
+	if k.atStart {
+		return &KeyError{Key: key, Detail: "cannot be updated dynamically in sluice: " + k.why + "; set it in the file and restart", Kind: ErrNotDynamic}
+	}
 	norm, err := checkBrokerValue(key, value)
 	if err != nil {
 		return err

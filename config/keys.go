@@ -127,6 +127,9 @@ type keyDef struct {
 	why       string // Inert: why it cannot apply; NotYet: what is missing
 	accept    []string
 	extra     string // non-empty for a key Kafka 4.4's DescribeConfigs does not list: why sluice has it
+	// atStart marks a supported key Kafka updates dynamically that
+	// sluice reads only at start: a dynamic update is refused (why says so).
+	atStart bool
 }
 
 // inert marks k accepted but without effect in sluice, for the reason why.
@@ -144,6 +147,14 @@ func (k keyDef) later(issue int, what string) keyDef {
 		def = *k.def
 	}
 	k.checks = append(slices.Clone(k.checks), notYet(def, notYetWhat(issue, what), k.accept...))
+	return k
+}
+
+// startOnly marks k, a supported key Kafka can update dynamically, as
+// read only at start in sluice: AlterConfigs refuses to change it, as not
+// supported yet for the reason what.
+func (k keyDef) startOnly(what string) keyDef {
+	k.atStart, k.why = true, "read at start only; a dynamic update is not supported yet ("+notYetWhat(0, what)+")"
 	return k
 }
 

@@ -81,6 +81,9 @@ func statusCell(st Status, issue int, why, extra string) string {
 	switch st {
 	case Supported:
 		s = "supported"
+		if why != "" {
+			s += "; " + why
+		}
 	case Inert:
 		s = "no effect in sluice: " + why
 	case NotYet:

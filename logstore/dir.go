@@ -28,6 +28,12 @@ type Options struct {
 	// time, without locks). It must not block or call into the log: the
 	// broker takes the directory offline (JBOD, KIP-858).
 	OnStorageError func(tp TopicPartition, err error)
+	// RecoveryThreads is how many goroutines OpenDir loads and recovers
+	// the directory's logs with (num.recovery.threads.per.data.dir);
+	// less than 1 is 1. LoadConfig is the configuration they are loaded
+	// with until Dir.Open hands each its own (zero: DefaultConfig).
+	RecoveryThreads int
+	LoadConfig      Config
 	// FileCache bounds the segment .log files held open (filecache.go);
 	// nil is DefaultFileCache, the process's, sized from RLIMIT_NOFILE.
 	FileCache *FileCache
@@ -56,6 +62,9 @@ type Dir struct {
 	// OpenDir, as a Kafka log dir does until the broker restarts.
 	offline map[TopicPartition]error
 	stats   RecoveryStats
+	// loaded holds the logs OpenDir loaded (loadLogs) that Dir.Open has
+	// not adopted yet.
+	loaded map[TopicPartition]loadedLog
 	// cleaning holds the logs a cleaner goroutine is cleaning, uncleanable
 	// those a cleaning pass failed on (cleaner_manager.go).
 	cleaning    map[TopicPartition]bool
@@ -87,8 +96,10 @@ type Dir struct {
 // OpenDir opens (creating if needed) a log directory: it checks that it is
 // writable, locks it, reads the three checkpoint files, notes whether the
 // last shutdown was clean and removes the marker (so a crash from now on is
-// seen as unclean), and removes partition directories whose deletion was
-// interrupted.
+// seen as unclean), removes partition directories whose deletion was
+// interrupted, and loads every partition's log with
+// Options.RecoveryThreads goroutines, recovering them after a crash
+// (loadLogs); Dir.Open then hands each out.
 func OpenDir(path string, opts Options) (*Dir, error) {
 	d := &Dir{path: path, fsys: opts.FS, now: nowOrDefault(opts.Now), logger: opts.Logger, onStorage: opts.OnStorageError,
 		logs: make(map[TopicPartition]*Log), offline: make(map[TopicPartition]error),
@@ -154,6 +165,11 @@ func OpenDir(path string, opts Options) (*Dir, error) {
 			}
 		}
 	}
+	cfg := opts.LoadConfig
+	if cfg == (Config{}) {
+		cfg = DefaultConfig()
+	}
+	d.loadLogs(entries, opts.RecoveryThreads, cfg)
 	return d, nil
 }
 
@@ -332,6 +348,9 @@ func (d *Dir) Remove(tp TopicPartition) error {
 	}
 	l := d.logs[tp]
 	delete(d.logs, tp)
+	if loaded := d.dropLoaded(tp); l == nil {
+		l = loaded
+	}
 	delete(d.recoveryPoints, tp)
 	delete(d.highWatermarks, tp)
 	delete(d.logStartOffsets, tp)
@@ -496,7 +515,7 @@ func (d *Dir) Close(highWatermarks map[TopicPartition]int64) error {
 	}
 	d.closed = true
 	d.mu.Unlock()
-	err := d.checkpointLocked(highWatermarks)
+	err := errors.Join(d.checkpointLocked(highWatermarks), d.closeLoaded(false))
 	for _, l := range d.openLogs() {
 		if cerr := l.Close(); cerr != nil && !errors.Is(cerr, ErrLogClosed) {
 			err = errors.Join(err, cerr)
@@ -533,6 +552,7 @@ func (d *Dir) Abandon() {
 	for _, l := range logs {
 		l.abandon()
 	}
+	d.closeLoaded(true)
 	d.delMu.Lock()
 	for _, m := range d.movedAway {
 		for _, s := range m.segs {

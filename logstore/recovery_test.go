@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -235,7 +236,14 @@ func TestCorruptIndexRebuiltOnCleanOpen(t *testing.T) {
 	if err := os.Truncate(idx, 13); err != nil { // not a whole number of entries
 		t.Fatal(err)
 	}
-	e.open()
+	// OpenDir loads the logs with Options.LoadConfig (the broker's
+	// log.index.interval.bytes), which a rebuild of a trusted segment's
+	// index follows.
+	d, err := OpenDir(e.path, Options{Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler), LoadConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.dir = d
 	l = e.openLog(cfg)
 	if l.Segments()[0].IndexEntries == 0 {
 		t.Fatal("index not rebuilt")
