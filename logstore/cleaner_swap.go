@@ -282,9 +282,11 @@ func newCleanedSegment(fsys FS, dir string, base int64, cfg Config) (*segment, e
 	name := filepath.Join(dir, segmentName(base))
 	s := &segment{base: base, dir: dir, fsys: fsys, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
 		rollTimestamp: -1, created: time.Now(), lastModified: time.Now()}
-	s.index = newOffsetIndex(name+indexSuffix+cleanedSuffix, base, cfg.SegmentIndexBytes)
-	s.timeIndex = newTimeIndex(name+timeIndexSuffix+cleanedSuffix, base, cfg.SegmentIndexBytes)
-	s.txnIndex = &txnIndex{fsys: fsys, file: indexFile{path: name + txnIndexSuffix + cleanedSuffix, entrySize: txnIndexEntrySize}}
+	s.index = newOffsetIndex(name, base, cfg.SegmentIndexBytes)
+	s.index.file.suffix = indexSuffix + cleanedSuffix
+	s.timeIndex = newTimeIndex(name, base, cfg.SegmentIndexBytes)
+	s.timeIndex.file.suffix = timeIndexSuffix + cleanedSuffix
+	s.txnIndex = &txnIndex{fsys: fsys, file: indexFile{stem: name, suffix: txnIndexSuffix + cleanedSuffix, entrySize: txnIndexEntrySize}}
 	var err error
 	if s.log, err = fsys.OpenFile(name+logSuffix+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, err
@@ -338,9 +340,9 @@ func (s *segment) commitCleaned() error {
 		}
 	}
 	fileRenamed(s.log, name+logSuffix+swapSuffix)
-	s.index.file.path = name + indexSuffix + swapSuffix
-	s.timeIndex.file.path = name + timeIndexSuffix + swapSuffix
-	s.txnIndex.file.path = name + txnIndexSuffix + swapSuffix
+	s.index.file.suffix = indexSuffix + swapSuffix
+	s.timeIndex.file.suffix = timeIndexSuffix + swapSuffix
+	s.txnIndex.file.suffix = txnIndexSuffix + swapSuffix
 	return syncDir(s.fsys, s.dir)
 }
 
@@ -401,9 +403,9 @@ func (l *Log) swapIn(g []cleanSegment, ns *segment, truncations uint64) error {
 		}
 	}
 	fileRenamed(ns.log, name+logSuffix)
-	ns.index.file.path = name + indexSuffix
-	ns.timeIndex.file.path = name + timeIndexSuffix
-	ns.txnIndex.file.path = name + txnIndexSuffix
+	ns.index.file.suffix = indexSuffix
+	ns.timeIndex.file.suffix = timeIndexSuffix
+	ns.txnIndex.file.suffix = txnIndexSuffix
 	if err := syncDir(l.fsys, l.path); err != nil {
 		return l.fail("clean swap", err)
 	}

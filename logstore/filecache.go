@@ -113,7 +113,7 @@ func (c *FileCache) admit(h *cachedFile) {
 			c.overBudget.Add(1)
 		}
 	}
-	h.slot = len(c.open)
+	h.slot = int32(len(c.open))
 	c.open = append(c.open, h)
 	c.mu.Unlock()
 	closeAll(victims)
@@ -177,13 +177,13 @@ func (c *FileCache) remove(h *cachedFile) {
 
 // removeLocked: Lock should be held (c.mu and h.mu).
 func (c *FileCache) removeLocked(h *cachedFile) {
-	i := h.slot
+	i := int(h.slot)
 	if i < 0 {
 		return
 	}
 	last := len(c.open) - 1
 	c.open[i] = c.open[last]
-	c.open[i].slot = i
+	c.open[i].slot = int32(i)
 	c.open[last] = nil
 	c.open = c.open[:last]
 	h.slot = -1
@@ -200,14 +200,14 @@ func closeAll(files []File) {
 type cachedFile struct {
 	c    *FileCache
 	fsys FS
-	flag int // reopen flags: the open's without O_CREATE, O_TRUNC, O_EXCL
+	flag int32 // reopen flags: the open's without O_CREATE, O_TRUNC, O_EXCL
 	perm fs.FileMode
 
 	mu    sync.Mutex
 	path  string
 	f     File  // nil while evicted (or closed)
 	refs  int32 // operations using f, plus one while pinned
-	slot  int   // index in c.open, -1 if not there; guarded by c.mu and mu
+	slot  int32 // index in c.open, -1 if not there; guarded by c.mu and mu
 	id    fileID
 	used  bool // acquired since the clock hand last passed
 	dirty bool // opened, written or truncated since the last Sync
@@ -228,7 +228,7 @@ var (
 // openCached opens name through c and returns its handle, holding the
 // descriptor (it was just opened, and is likely used next).
 func openCached(c *FileCache, fsys FS, name string, flag int, perm fs.FileMode) (*cachedFile, error) {
-	h := &cachedFile{c: c, fsys: fsys, flag: flag &^ (os.O_CREATE | os.O_TRUNC | os.O_EXCL), perm: perm,
+	h := &cachedFile{c: c, fsys: fsys, flag: int32(flag &^ (os.O_CREATE | os.O_TRUNC | os.O_EXCL)), perm: perm,
 		path: name, slot: -1, dirty: true}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -271,10 +271,10 @@ func (h *cachedFile) acquire() (File, error) {
 // reopenLocked opens the evicted file again. Lock should be held (h.mu).
 func (h *cachedFile) reopenLocked() error {
 	h.c.admit(h)
-	f, err := h.fsys.OpenFile(h.path, h.flag, h.perm)
+	f, err := h.fsys.OpenFile(h.path, int(h.flag), h.perm)
 	if err != nil && descriptorShortage(err) {
 		h.c.shed(max(h.c.budget/8, 1))
-		f, err = h.fsys.OpenFile(h.path, h.flag, h.perm)
+		f, err = h.fsys.OpenFile(h.path, int(h.flag), h.perm)
 	}
 	if err == nil {
 		if st, serr := f.Stat(); serr != nil {

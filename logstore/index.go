@@ -34,8 +34,10 @@ type offsetIndexEntry struct {
 	position  int32
 }
 
-func newOffsetIndex(path string, base int64, maxBytes int32) *offsetIndex {
-	return &offsetIndex{file: indexFile{path: path, entrySize: offsetIndexEntrySize}, base: base,
+// newOffsetIndex is the offset index of the segment whose files are
+// stem+suffix.
+func newOffsetIndex(stem string, base int64, maxBytes int32) *offsetIndex {
+	return &offsetIndex{file: indexFile{stem: stem, suffix: indexSuffix, entrySize: offsetIndexEntrySize}, base: base,
 		maxEntries: maxIndexEntries(maxBytes, offsetIndexEntrySize)}
 }
 
@@ -84,7 +86,7 @@ func (x *offsetIndex) full() bool { return len(x.entries) >= x.maxEntries }
 // guarantee offset and position grow.
 func (x *offsetIndex) append(offset, position int64) error {
 	if !fitsRelativeOffset(offset, x.base) {
-		return fmt.Errorf("index %s: offset %d not relative to %d", x.file.path, offset, x.base)
+		return fmt.Errorf("index %s: offset %d not relative to %d", x.file.name(), offset, x.base)
 	}
 	x.entries = append(x.entries, offsetIndexEntry{relOffset: int32(offset - x.base), position: int32(position)})
 	return nil

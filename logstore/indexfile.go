@@ -24,8 +24,11 @@ import (
 // Concurrency: the fields are written with the Log's appendMu held (or by
 // the sole owner of the segment while a log is opened).
 type indexFile struct {
-	path      string
-	entrySize int64
+	// The file's name is stem+suffix: the segment's path without a
+	// suffix (one string shared by its three index files) and the
+	// suffix, a constant, so a segment holds one path string, not three.
+	stem, suffix string
+	entrySize    int64
 	// written is the number of leading entries the file holds: it holds
 	// exactly those, once load, reset or persist has run.
 	written int
@@ -33,9 +36,12 @@ type indexFile struct {
 	unsynced bool
 }
 
+// name is the file's path.
+func (f *indexFile) name() string { return f.stem + f.suffix }
+
 // readAll reads the whole file, creating it empty if it does not exist.
 func (f *indexFile) readAll(fsys FS) ([]byte, error) {
-	file, err := fsys.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o644)
+	file, err := fsys.OpenFile(f.name(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func (f *indexFile) persist(fsys FS, n int, encode func(dst []byte, i int), sync
 			return err
 		}
 	}
-	file, err := fsys.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o644)
+	file, err := fsys.OpenFile(f.name(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -113,7 +119,7 @@ func (f *indexFile) reset(fsys FS) error {
 }
 
 func (f *indexFile) truncateFile(fsys FS, n int, flag int) error {
-	file, err := fsys.OpenFile(f.path, flag, 0o644)
+	file, err := fsys.OpenFile(f.name(), flag, 0o644)
 	if err != nil {
 		return err
 	}

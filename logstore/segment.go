@@ -62,13 +62,14 @@ func (s *segment) path(suffix string) string {
 func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*segment, error) {
 	s := &segment{base: base, dir: dir, fsys: fsys, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
 		rollTimestamp: -1, created: now, lastModified: now}
-	s.index = newOffsetIndex(s.path(indexSuffix), base, cfg.SegmentIndexBytes)
-	s.timeIndex = newTimeIndex(s.path(timeIndexSuffix), base, cfg.SegmentIndexBytes)
+	stem := filepath.Join(dir, segmentName(base)) // shared by the index files
+	s.index = newOffsetIndex(stem, base, cfg.SegmentIndexBytes)
+	s.timeIndex = newTimeIndex(stem, base, cfg.SegmentIndexBytes)
 	var err error
-	if s.log, err = fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if s.log, err = fsys.OpenFile(stem+logSuffix, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		return nil, err
 	}
-	if s.txnIndex, err = openTxnIndex(fsys, s.path(txnIndexSuffix)); err != nil {
+	if s.txnIndex, err = openTxnIndex(fsys, stem); err != nil {
 		s.log.Close()
 		return nil, err
 	}

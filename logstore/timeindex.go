@@ -28,8 +28,8 @@ type timeIndexEntry struct {
 	relOffset int32
 }
 
-func newTimeIndex(path string, base int64, maxBytes int32) *timeIndex {
-	return &timeIndex{file: indexFile{path: path, entrySize: timeIndexEntrySize}, base: base,
+func newTimeIndex(stem string, base int64, maxBytes int32) *timeIndex {
+	return &timeIndex{file: indexFile{stem: stem, suffix: timeIndexSuffix, entrySize: timeIndexEntrySize}, base: base,
 		maxEntries: maxIndexEntries(maxBytes, timeIndexEntrySize)}
 }
 
