@@ -9,6 +9,7 @@ package broker_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -318,4 +319,37 @@ func TestPushTelemetryUndecodableIsInvalidRecord(t *testing.T) {
 			t.Errorf("%s: PushTelemetry answered %v, want INVALID_RECORD", tt.name, kerr.ErrorForCode(presp.ErrorCode))
 		}
 	}
+}
+
+// franz-go pushes its metrics (KIP-714) when a subscription asks for
+// them: with one matching it every 100 ms, its producer series reach the
+// node's /metrics, labelled with its client id and software name.
+func TestClientMetricsFranzGoPushes(t *testing.T) {
+	n := sluicetest.Start(t, "metrics.listener=127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := n.Client(kgo.DisableClientMetrics())
+	if code, msg := alterClientMetrics(ctx, t, admin, "kgo-producers",
+		cmSet("metrics", "org.apache.kafka.producer."), cmSet("interval.ms", "100"), cmSet("match", "client_software_name=kgo")); code != 0 {
+		t.Fatalf("setting the subscription: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	createTopic(t, n, "telemetry-kgo", 1, nil)
+	cl := n.Client(kgo.ClientID("kgo-pusher"), kgo.DefaultProduceTopic("telemetry-kgo"))
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("v")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 30*time.Second, func() error {
+		samples, err := scrape(n.Broker.MetricsAddr())
+		if err != nil {
+			return err
+		}
+		for s, v := range samples {
+			if strings.HasPrefix(s, "org_apache_kafka_producer_connection_creation_total{") &&
+				strings.Contains(s, `client_id="kgo-pusher"`) && strings.Contains(s, `client_software_name="kgo"`) && v >= 1 {
+				return nil
+			}
+		}
+		return errors.New("no org_apache_kafka_producer_connection_creation_total series of kgo-pusher on /metrics yet")
+	})
 }
