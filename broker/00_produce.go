@@ -89,14 +89,21 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 		epoch       int32
 		next        int64
 	}
-	var waits []acked
 	failed, notLeader := false, false
 	var recordBytes int64
+	partitions := 0
 	for _, rt := range req.Topics {
+		partitions += len(rt.Partitions)
 		for _, rp := range rt.Partitions {
 			recordBytes += int64(len(rp.Records))
 		}
 	}
+	// Sized up front: the answer and the waits grow no slice (issue 22).
+	var waits []acked
+	if req.Acks == -1 {
+		waits = make([]acked, 0, partitions)
+	}
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	budget := logstore.NewRequestDecompressBudget(recordBytes)
 
 	// Transactional records need WRITE on the transactional id, or the
@@ -116,6 +123,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *protocol.Request) (kmsg.R
 		rt := &req.Topics[i]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
 		topic := lookupTopic(img, req.Version >= 13, rt.Topic, rt.TopicID)
 		// WRITE on the topic, asked by the name the request gives or its
 		// id resolves to, before anything else about it is looked at; an
