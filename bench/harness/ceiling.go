@@ -63,10 +63,16 @@ package main
 // workloads count (record and batch overheads, a few per cent at 1 KiB,
 // cross loopback and land on disk too), so the ratios lean a little
 // against the systems. On a shared machine the ceiling moves with
-// whatever else runs, as every figure does: it is measured once, minutes
-// before the systems' figures.
+// whatever else runs, as every figure does, and it is measured minutes
+// away from the systems' figures: each rate is the best tenth of its
+// window (the disk's the best of three rounds), measured before the
+// systems and again after them, the better kept, so that the ceiling
+// errs high, as a bound should, rather than below what a system reached
+// in a quieter minute. A sluice / ceiling above 1 still means the machine
+// was busier while the ceiling was measured than during the workload.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,6 +98,7 @@ type machine struct {
 	writers   int
 	memcpy    float64 // memory copy, copiers side by side
 	copiers   int
+	rounds    int // how many times measureMachine ran (best keeps the best)
 }
 
 // ceilingModel counts what each byte of a workload costs the machine:
@@ -173,7 +180,7 @@ func (cm ceilingModel) formula() string {
 // measureMachine measures the machine's rates, each for d, the disk's
 // with fileMiB MiB written under dir.
 func measureMachine(ctx context.Context, dir string, d time.Duration, fileMiB int64, logf func(string, ...any)) (*machine, error) {
-	m := &machine{}
+	m := &machine{rounds: 1}
 	var err error
 	logf("the machine's ceiling: loopback TCP for %s", d)
 	if m.loopback, m.pairs, err = measureLoopback(ctx, d); err != nil {
@@ -183,9 +190,13 @@ func measureMachine(ctx context.Context, dir string, d time.Duration, fileMiB in
 	if m.sendfile, err = measureSendfile(ctx, dir, d); err != nil {
 		return nil, fmt.Errorf("loopback with sendfile: %w", err)
 	}
-	logf("the machine's ceiling: %d MiB of sequential writes under %s", fileMiB, dir)
-	if m.disk, m.diskFsync, m.writers, err = measureDisk(ctx, dir, fileMiB); err != nil {
-		return nil, fmt.Errorf("disk: %w", err)
+	logf("the machine's ceiling: %d MiB of sequential writes under %s, %d rounds", fileMiB, dir, diskRounds)
+	for range diskRounds {
+		pc, fs, writers, err := measureDisk(ctx, dir, fileMiB)
+		if err != nil {
+			return nil, fmt.Errorf("disk: %w", err)
+		}
+		m.disk, m.diskFsync, m.writers = max(m.disk, pc), max(m.diskFsync, fs), writers
 	}
 	m.diskMiB = fileMiB
 	logf("the machine's ceiling: memory copy for %s", d)
@@ -193,6 +204,23 @@ func measureMachine(ctx context.Context, dir string, d time.Duration, fileMiB in
 	logf("the machine's ceiling: loopback %.0f MiB/s (%d pairs), with sendfile %.0f, disk %.0f MiB/s (page cache), %.0f MiB/s (with fsync), memcpy %.0f MiB/s; produce RF 3 %.0f MiB/s, consume %.0f MiB/s",
 		m.loopback, m.pairs, m.sendfile, m.disk, m.diskFsync, m.memcpy, produceCeiling.rate(m), consumeCeiling.rate(m))
 	return m, ctx.Err()
+}
+
+// diskRounds is how many times measureMachine measures the disk, keeping
+// the best rates (as bestSlice does for the others).
+const diskRounds = 3
+
+// best returns a machine with the better of m's and o's rates (either
+// may be nil): the ceiling measured before and after the systems.
+func (m *machine) best(o *machine) *machine {
+	if m == nil || o == nil {
+		return cmp.Or(m, o)
+	}
+	b := *m
+	b.loopback, b.sendfile = max(m.loopback, o.loopback), max(m.sendfile, o.sendfile)
+	b.disk, b.diskFsync, b.memcpy = max(m.disk, o.disk), max(m.diskFsync, o.diskFsync), max(m.memcpy, o.memcpy)
+	b.rounds = m.rounds + o.rounds
+	return &b
 }
 
 // chunk is the size of every write and read of the measurements.
@@ -311,18 +339,38 @@ func measureStreams(ctx context.Context, d time.Duration, send func(net.Conn) er
 	if err := sleep(ctx, d/5); err != nil {
 		return 0, 0, err
 	}
-	n0, t0 := received.Load(), time.Now()
-	if err := sleep(ctx, d); err != nil {
+	rate, err := bestSlice(ctx, d, received.Load)
+	if err != nil {
 		return 0, 0, err
 	}
-	n1, t1 := received.Load(), time.Now()
 	select {
 	case err := <-sendErrs:
 		// A sender stopped before the connections were closed.
 		return 0, 0, fmt.Errorf("sender: %w", err)
 	default:
 	}
-	return mibPerSec(n1-n0, t1.Sub(t0)), pairs, nil
+	return rate, pairs, nil
+}
+
+// bestSlices is how many parts bestSlice cuts its window into.
+const bestSlices = 10
+
+// bestSlice watches counter for d, in slices of d/10, and returns the
+// best slice's rate in MiB/s. The machine is shared: the best slice is
+// the nearest to what it can do, and a ceiling errs high (it is a bound)
+// rather than low.
+func bestSlice(ctx context.Context, d time.Duration, counter func() int64) (float64, error) {
+	best := 0.0
+	n0, t0 := counter(), time.Now()
+	for range bestSlices {
+		if err := sleep(ctx, d/bestSlices); err != nil {
+			return 0, err
+		}
+		n1, t1 := counter(), time.Now()
+		best = max(best, mibPerSec(n1-n0, t1.Sub(t0)))
+		n0, t0 = n1, t1
+	}
+	return best, nil
 }
 
 // measureDisk writes fileMiB MiB under dir, in 1 MiB writes, split over
@@ -380,12 +428,17 @@ func measureDisk(ctx context.Context, dir string, fileMiB int64) (pageCache, wit
 	return mibPerSec(total, written), mibPerSec(total, synced), writers, nil
 }
 
-// memcpyBuffer is the size of each copier's buffers: well past any cache.
-const memcpyBuffer = 64 << 20
+// memcpyBuffer is the size of each copier's buffers: well past any
+// cache. It is copied in pieces of memcpyPiece, which the clock counts.
+const (
+	memcpyBuffer = 64 << 20
+	memcpyPiece  = 8 << 20
+)
 
-// measureMemcpy has NumCPU goroutines copy a 64 MiB buffer into another
-// over and over for d (after a warm-up copy each) and returns the bytes
-// copied per second, and the number of copiers.
+// measureMemcpy has NumCPU goroutines copy a 64 MiB buffer into another,
+// 8 MiB at a time, over and over for d (after a warm-up copy each) and
+// returns the bytes copied per second in the best tenth of d, and the
+// number of copiers.
 func measureMemcpy(ctx context.Context, d time.Duration) (float64, int) {
 	copiers := runtime.NumCPU()
 	var copied atomic.Int64
@@ -398,8 +451,8 @@ func measureMemcpy(ctx context.Context, d time.Duration) (float64, int) {
 			copy(src, randomChunk())
 			copy(dst, src) // fault every page in
 			ready <- struct{}{}
-			for !stop.Load() {
-				copied.Add(int64(copy(dst, src)))
+			for o := 0; !stop.Load(); o = (o + memcpyPiece) % memcpyBuffer {
+				copied.Add(int64(copy(dst[o:o+memcpyPiece], src[o:o+memcpyPiece])))
 				// The copy cannot be preempted: without a yield the
 				// copiers would keep the clock's goroutine off every
 				// core.
@@ -410,12 +463,10 @@ func measureMemcpy(ctx context.Context, d time.Duration) (float64, int) {
 	for range copiers {
 		<-ready
 	}
-	n0, t0 := copied.Load(), time.Now()
-	sleep(ctx, d)
-	n1, t1 := copied.Load(), time.Now()
+	rate, _ := bestSlice(ctx, d, copied.Load)
 	stop.Store(true)
 	wg.Wait()
-	return mibPerSec(n1-n0, t1.Sub(t0)), copiers
+	return rate, copiers
 }
 
 // mibPerSec is n bytes over d in MiB/s.
@@ -429,11 +480,15 @@ func mibPerSec(n int64, d time.Duration) float64 {
 // write prints the machine's rates and the ceilings derived from
 // them, as a Markdown table, and which rate the ceilings use.
 func (m *machine) write(w io.Writer) {
-	fmt.Fprintln(w, "| the machine, measured before the systems | MiB/s |")
+	when := "before the systems"
+	if m.rounds > 1 {
+		when = "before and after the systems, the better of each rate"
+	}
+	fmt.Fprintf(w, "| the machine, measured %s | MiB/s |\n", when)
 	fmt.Fprintln(w, "|---|--:|")
 	fmt.Fprintf(w, "| loopback TCP, %d sender/receiver pair(s), 1 MiB writes from memory | %s |\n", m.pairs, formatValue(m.loopback))
 	fmt.Fprintf(w, "| loopback TCP, the same sending a %d MiB file from the page cache with sendfile | %s |\n", sendfileMiB, formatValue(m.sendfile))
-	fmt.Fprintf(w, "| sequential write, %d MiB over %d file(s), page cache (the ceiling's disk) | %s |\n", m.diskMiB, m.writers, formatValue(m.disk))
+	fmt.Fprintf(w, "| sequential write, %d MiB over %d file(s), page cache (the ceiling's disk), best of %d | %s |\n", m.diskMiB, m.writers, diskRounds, formatValue(m.disk))
 	fmt.Fprintf(w, "| sequential write, the same with fsync at the end | %s |\n", formatValue(m.diskFsync))
 	fmt.Fprintf(w, "| memory copy, %d copier(s), 64 MiB buffers | %s |\n", m.copiers, formatValue(m.memcpy))
 	for _, cm := range []ceilingModel{produceCeiling, consumeCeiling} {

@@ -89,6 +89,26 @@ func TestCeilingColumn(t *testing.T) {
 	}
 }
 
+// TestMachineBest checks that the ceiling measured before and after the
+// systems keeps the better of each rate.
+func TestMachineBest(t *testing.T) {
+	a := &machine{loopback: 2000, sendfile: 1000, disk: 500, diskFsync: 100, memcpy: 6000, rounds: 1}
+	b := &machine{loopback: 1500, sendfile: 1200, disk: 700, diskFsync: 90, memcpy: 5000, rounds: 1}
+	got := *a.best(b)
+	want := machine{loopback: 2000, sendfile: 1200, disk: 700, diskFsync: 100, memcpy: 6000, rounds: 2}
+	if got != want {
+		t.Errorf("best = %+v, want %+v", got, want)
+	}
+	if a.best(nil) != a || (*machine)(nil).best(b) != b {
+		t.Error("best with nil is not the other")
+	}
+	var w strings.Builder
+	got.write(&w)
+	if !strings.Contains(w.String(), "before and after the systems, the better of each rate") {
+		t.Errorf("table does not say the rates are the better of two:\n%s", w.String())
+	}
+}
+
 // TestMeasureMachine runs the measurements briefly and checks that each
 // gave a rate (not how large: that is the machine's business).
 func TestMeasureMachine(t *testing.T) {
