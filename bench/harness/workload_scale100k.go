@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // scale100kPoll is how often workload 12 asks for the metadata of its
@@ -50,7 +52,8 @@ func (r *runner) scale100kCluster(ctx context.Context) {
 // -scale100k-timeout; the restart's wait for full ISRs has another. When
 // a budget runs out the workload records how far it got — the partitions
 // with a full ISR on every node, in a row of its own — measures the rest
-// on what there is, and fails with what happened, so a broker that cannot
+// on what there is, in the notes rather than in rows labelled with the
+// count asked for, and fails with what happened, so a broker that cannot
 // cope yet shows as such in the table instead of hanging the run. The
 // figures: creation time, the nodes' idle CPU as in workload 8, the
 // largest node's RSS after the idle window, and the restart of the last
@@ -62,14 +65,26 @@ func (r *runner) scale100k(ctx context.Context) error {
 	start := time.Now()
 	deadline := start.Add(s.scale100kTimeout)
 	created, createErr := r.createScaleTopicsBy(ctx, topics, sizes, deadline)
-	watch := topics[:min(created+1, len(topics))] // a request that timed out may still create its topic
-	if createErr == nil {
-		watch = topics
+	watched := min(created+1, len(topics)) // a request that timed out may still create its topic
+	want := 0
+	for _, size := range sizes[:watched] {
+		want += int(size)
 	}
-	full, waitErr := waitFullOn(ctx, r, r.c.others(-1), watch, n, deadline)
+	watch := topics[:watched]
+	full, waitErr := waitFullOn(ctx, r, r.c.others(-1), watch, want, deadline)
 	r.set("scale100k_full", float64(full))
+	// With fewer partitions than the rows' label says, the figures go to
+	// the notes, not the table.
+	complete := createErr == nil && waitErr == nil
+	record := func(key, what string, v float64) {
+		if complete {
+			r.set(key, v)
+		} else {
+			r.res.note("%s workload 12, with %d partitions instead of %d: %s %s", r.name(), full, n, what, formatValue(v))
+		}
+	}
 	var problems []error
-	if createErr == nil && waitErr == nil {
+	if complete {
 		r.set("scale100k_create_s", time.Since(start).Seconds())
 	} else {
 		err := errors.Join(createErr, waitErr)
@@ -83,12 +98,12 @@ func (r *runner) scale100k(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(append(problems, err)...)
 	}
-	r.set("scale100k_idle_cpu", cpu)
+	record("scale100k_idle_cpu", "idle CPU (% core, 3 nodes)", cpu)
 	rss, largest, err := r.nodeMemory()
 	if err != nil {
 		return errors.Join(append(problems, err)...)
 	}
-	r.set("scale100k_rss_mib", float64(largest)/(1<<20))
+	record("scale100k_rss_mib", "largest node's RSS (MiB)", float64(largest)/(1<<20))
 	r.res.note("%s workload 12: RSS per node with %d partitions idle: %s", r.name(), full, mibList(rss))
 
 	nd, err := r.stopForRestart(ctx, "workload 12", full, watch)
@@ -109,21 +124,33 @@ func (r *runner) scale100k(ctx context.Context) error {
 			r.name(), nd.id, back, full, s.scale100kTimeout)
 		return errors.Join(append(problems, fmt.Errorf("restart: %d of %d partitions with a full ISR: %w", back, full, err))...)
 	}
-	r.set("scale100k_isr_s", time.Since(nd.proc.started).Seconds())
+	record("scale100k_isr_s", "restart to full ISRs (s)", time.Since(nd.proc.started).Seconds())
 	return errors.Join(problems...)
 }
 
 // createScaleTopicsBy creates topics as createScaleTopics does, each
 // request allowed what is left until deadline, and returns how many it
-// created.
+// created. A retriable error (NOT_CONTROLLER while the controller
+// changes, a timeout) is retried every second until deadline; a topic
+// that then already exists was created by the attempt that failed.
 func (r *runner) createScaleTopicsBy(ctx context.Context, topics []string, sizes []int32, deadline time.Time) (int, error) {
 	for i := range topics {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return i, fmt.Errorf("%d of %d topics created when the budget ran out", i, len(topics))
-		}
-		if err := r.createScaleTopics(ctx, topics[i:i+1], sizes[i:i+1], left); err != nil {
-			return i, err
+		for retried := false; ; retried = true {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return i, fmt.Errorf("%d of %d topics created when the budget ran out", i, len(topics))
+			}
+			err := r.createScaleTopics(ctx, topics[i:i+1], sizes[i:i+1], left)
+			if err == nil || retried && errors.Is(err, kerr.TopicAlreadyExists) {
+				break
+			}
+			if ctx.Err() != nil || !kerr.IsRetriable(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kerr.RequestTimedOut) {
+				return i, err
+			}
+			r.logf("workload 12: %v; retrying", err)
+			if err := sleep(ctx, time.Second); err != nil {
+				return i, err
+			}
 		}
 	}
 	return len(topics), nil
