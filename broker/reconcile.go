@@ -13,9 +13,10 @@ import (
 // reconcile makes the node's replicas match a metadata image: it is the
 // controller's OnApply callback, so it runs in log order, once per applied
 // command, before the command's caller is answered. A partition assigned to
-// this node gets a log (created or reopened), a partition no longer in the
-// image (its topic was deleted) loses its log, and topic config changes reach
-// the open logs.
+// this node gets a log (created or reopened by the log opener, off this
+// goroutine: reconcile_open.go), a partition no longer in the image (its
+// topic was deleted) loses its log, and topic config changes reach the open
+// logs.
 //
 // Leadership changes take effect here too (partition.update): a node that
 // becomes leader keeps its high watermark and resets its follower tracking
@@ -27,9 +28,12 @@ import (
 // The work is proportional to what the command changed, not to the number
 // of partitions: images are copy-on-write (controller.Image), so a topic
 // whose *Topic is the one the previous image held is unchanged, and so is a
-// partition whose *Partition is. Only when the dynamic broker configs
-// changed (they feed every topic's effective config), or the previous pass
-// could not open a log, is every topic looked at again. With 10,000
+// partition whose *Partition is; and when img is the image one command
+// built from prev, only the topics that command touched are looked at
+// (Image.TopicsChangedSince), so not even the topic maps are walked. Only
+// when the dynamic broker configs changed (they feed every topic's
+// effective config), or the previous pass could not open a log, is every
+// topic looked at again. With 10,000
 // partitions and one ISR change per command, a full pass per command was
 // most of a broker's CPU.
 func (b *Broker) reconcile(img *controller.Image) {
@@ -50,7 +54,20 @@ func (b *Broker) reconcile(img *controller.Image) {
 	// when a leadership, the set of replicas held or a broker changed.
 	kickFetchers := full || !maps.EqualFunc(prev.Brokers, img.Brokers, func(x, y *controller.Broker) bool { return x == y })
 	var gone []logstore.TopicPartition
-	for _, t := range img.Topics {
+	// The topics to look at: every one, or only those the command that
+	// built img from prev touched.
+	topics := maps.Values(img.Topics)
+	changed, delta := img.TopicsChangedSince(prev)
+	if !full && delta {
+		topics = func(yield func(*controller.Topic) bool) {
+			for _, name := range changed {
+				if t := img.Topics[name]; t != nil && !yield(t) {
+					return
+				}
+			}
+		}
+	}
+	for t := range topics {
 		var old *controller.Topic
 		if !full {
 			old = prev.Topics[t.Name]
@@ -119,7 +136,17 @@ func (b *Broker) reconcile(img *controller.Image) {
 		// Partitions of deleted topics, and those a recreated topic no
 		// longer has; the loop above looked at every other partition
 		// of a changed topic.
-		for name, old := range prev.Topics {
+		prevTopics := maps.All(prev.Topics)
+		if delta {
+			prevTopics = func(yield func(string, *controller.Topic) bool) {
+				for _, name := range changed {
+					if old := prev.Topics[name]; old != nil && !yield(name, old) {
+						return
+					}
+				}
+			}
+		}
+		for name, old := range prevTopics {
 			t := img.Topics[name]
 			if t == old {
 				continue

@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -64,7 +63,7 @@ func TestFSMClientQuotas(t *testing.T) {
 	if err := f.Restore(io.NopCloser(&sink.Buffer)); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.current(); !reflect.DeepEqual(got, want) {
+	if got := f.current(); !sameImage(got, want) {
 		t.Fatalf("restored image differs:\n got %+v\nwant %+v", got, want)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -127,7 +128,12 @@ func (f *fsm) applyEntry(index uint64, data []byte) error {
 		next = &cp
 	}
 	next.Index = index
+	// What changed against the image this one was built from: nothing
+	// when the command was rejected.
+	next.changed, next.changedFrom, next.hasDelta = nil, f.current().Index, true
 	if err == nil {
+		slices.Sort(b.changed)
+		next.changed = slices.Compact(b.changed)
 		f.elections.note(b)
 	}
 	f.publish(next)

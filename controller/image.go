@@ -54,6 +54,27 @@ type Image struct {
 	// by feature name, e.g. "transaction.version"; a feature not listed
 	// is at level 0.
 	Features map[string]int16
+
+	// changed names the topics created, changed or deleted by the command
+	// that built this image from the image at index changedFrom
+	// (TopicsChangedSince); hasDelta is false for an image that was not
+	// built by one command (a restored snapshot).
+	changed     []string
+	changedFrom uint64
+	hasDelta    bool
+}
+
+// TopicsChangedSince returns the names of the topics created, changed
+// (partitions, configs) or deleted between prev and img, when img is the
+// image applying one command to prev built; ok is false otherwise, and the
+// caller compares the topic maps. A name may appear twice. It lets a
+// reader of every image (the broker's reconcile) do work proportional to
+// the change rather than to the number of topics.
+func (img *Image) TopicsChangedSince(prev *Image) (names []string, ok bool) {
+	if prev == nil || !img.hasDelta || img.changedFrom != prev.Index {
+		return nil, false
+	}
+	return img.changed, true
 }
 
 // Broker is one registered broker: its Kafka endpoint and liveness.
@@ -191,6 +212,8 @@ type imageBuilder struct {
 	// elections and unclean count the leader elections the command makes
 	// (metrics_state.go).
 	elections, unclean int
+	// changed names the topics putTopic and removeTopic touched.
+	changed []string
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -210,6 +233,7 @@ func (b *imageBuilder) brokers() map[int32]*Broker {
 // putTopic adds or replaces a topic in both topic indexes.
 func (b *imageBuilder) putTopic(t *Topic) {
 	b.copyTopics()
+	b.changed = append(b.changed, t.Name)
 	b.next.Topics[t.Name] = t
 	b.next.TopicsByID[t.ID] = t
 }
@@ -217,6 +241,7 @@ func (b *imageBuilder) putTopic(t *Topic) {
 // removeTopic drops a topic from both topic indexes.
 func (b *imageBuilder) removeTopic(t *Topic) {
 	b.copyTopics()
+	b.changed = append(b.changed, t.Name)
 	delete(b.next.Topics, t.Name)
 	delete(b.next.TopicsByID, t.ID)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -51,7 +52,7 @@ func TestImageSnapshotRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := f.current()
-	if !reflect.DeepEqual(got, want) {
+	if !sameImage(got, want) {
 		t.Fatalf("restored image differs:\n got %+v\nwant %+v", got, want)
 	}
 	if got.TopicsByID[idA] != got.Topics["a"] {
@@ -78,4 +79,52 @@ func TestRestoreRejectsUnknownVersion(t *testing.T) {
 	if err == nil {
 		t.Fatal("restored a snapshot of an unknown version")
 	}
+}
+
+// TestTopicsChangedSince: an image names the topics the command that built
+// it touched, against the image it was built from only.
+func TestTopicsChangedSince(t *testing.T) {
+	tf := newTestFSM(t)
+	tf.mustApply(initClusterCmd{ClusterID: "c"})
+	tf.mustApply(registerBrokerCmd{ID: 1, Host: "h", Port: 9092})
+	tf.mustApply(createTopicsCmd{Topics: []topicRecord{
+		{Name: "a", ID: idA, Replicas: [][]int32{{1}, {1}}},
+		{Name: "b", ID: idB, Replicas: [][]int32{{1}}},
+	}})
+	created := tf.image()
+	check := func(prev, img *Image, want []string, wantOK bool) {
+		t.Helper()
+		got, ok := img.TopicsChangedSince(prev)
+		if ok != wantOK || !slices.Equal(got, want) {
+			t.Fatalf("TopicsChangedSince = %v %v, want %v %v", got, ok, want, wantOK)
+		}
+	}
+	check(tf.seen[len(tf.seen)-2], created, []string{"a", "b"}, true)
+
+	p := created.Topics["a"].Partitions[1]
+	tf.mustApply(changePartitionsCmd{Changes: []partitionChange{{TopicID: idA, Partition: 1,
+		PartitionEpoch: p.PartitionEpoch, Leader: 1, LeaderEpoch: p.LeaderEpoch, ISR: []int32{1}}}})
+	check(created, tf.image(), []string{"a"}, true)
+	check(tf.seen[0], tf.image(), nil, false) // not the image it was built from
+
+	// A rejected command changes nothing.
+	before := tf.image()
+	if err := tf.apply(deleteTopicsCmd{IDs: [][16]byte{{9}}}); err == nil {
+		t.Fatal("deleting an unknown topic id applied")
+	}
+	check(before, tf.image(), nil, true)
+
+	before = tf.image()
+	tf.mustApply(deleteTopicsCmd{IDs: [][16]byte{idB}})
+	check(before, tf.image(), []string{"b"}, true)
+	check(nil, tf.image(), nil, false)
+}
+
+// sameImage compares two images as a snapshot sees them: what changed
+// against the previous image (TopicsChangedSince) is not part of one.
+func sameImage(a, b *Image) bool {
+	ca, cb := *a, *b
+	ca.changed, ca.changedFrom, ca.hasDelta = nil, 0, false
+	cb.changed, cb.changedFrom, cb.hasDelta = nil, 0, false
+	return reflect.DeepEqual(&ca, &cb)
 }
