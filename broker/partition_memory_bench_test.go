@@ -18,7 +18,9 @@ import (
 // in-process node (the controller too), heap in use after a GC and
 // goroutines before and after creating 10,000 partitions at RF 1 (ten
 // topics of 1,000), once every log is open (a partition directory each and
-// ListOffsets answered), divided by the partitions. The heap figure holds
+// ListOffsets answered), divided by the partitions, and the descriptors
+// the process gained (the segment files the default FileCache keeps open,
+// at most half the open-file limit, and the node's own). The heap figure holds
 // everything a partition brings: the metadata image, the broker's
 // partition state and the log. SLUICE_MEM_PARTITIONS sets the count.
 //
@@ -34,6 +36,10 @@ func BenchmarkPartitionMemory(b *testing.B) {
 		adm := node.Admin()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		heap0, g0 := heapInuse(), runtime.NumGoroutine()
+		fd0 := 0
+		if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+			fd0 = len(fds)
+		}
 		var topics []string
 		for t := 0; t*perTopic < n; t++ {
 			name := fmt.Sprintf("mem-%d", t)
@@ -71,6 +77,9 @@ func BenchmarkPartitionMemory(b *testing.B) {
 		heap1, g1 := heapInuse(), runtime.NumGoroutine()
 		b.ReportMetric(float64(heap1-heap0)/float64(n), "heap-B/partition")
 		b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/partition")
+		if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+			b.ReportMetric(float64(len(fds)-fd0), "fds")
+		}
 		b.ReportMetric(float64(n), "partitions")
 		if p := os.Getenv("SLUICE_MEM_PROFILE"); p != "" {
 			writeHeapProfile(b, p)

@@ -252,7 +252,10 @@ func openCached(c *FileCache, fsys FS, name string, flag int, perm fs.FileMode) 
 
 // acquire returns the descriptor, reopening the file if it was evicted;
 // release must follow.
-func (h *cachedFile) acquire() (File, error) {
+func (h *cachedFile) acquire() (File, error) { return h.acquireFor(false) }
+
+// acquireFor is acquire, marking the file dirty for a write.
+func (h *cachedFile) acquireFor(write bool) (File, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -265,6 +268,7 @@ func (h *cachedFile) acquire() (File, error) {
 	}
 	h.refs++
 	h.used = true
+	h.dirty = h.dirty || write
 	return h.f, nil
 }
 
@@ -373,23 +377,21 @@ func (h *cachedFile) ReadAt(p []byte, off int64) (int, error) {
 
 // WriteAt writes through the descriptor, reopening the file if needed.
 func (h *cachedFile) WriteAt(p []byte, off int64) (int, error) {
-	f, err := h.acquire()
+	f, err := h.acquireFor(true)
 	if err != nil {
 		return 0, err
 	}
 	defer h.release()
-	h.markDirty()
 	return f.WriteAt(p, off)
 }
 
 // Truncate truncates through the descriptor.
 func (h *cachedFile) Truncate(size int64) error {
-	f, err := h.acquire()
+	f, err := h.acquireFor(true)
 	if err != nil {
 		return err
 	}
 	defer h.release()
-	h.markDirty()
 	return f.Truncate(size)
 }
 
