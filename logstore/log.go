@@ -434,9 +434,13 @@ func (l *Log) Close() error {
 		l.segsMu.Lock()
 		l.active().finalize()
 		l.segsMu.Unlock()
+		// flushLocked fsyncs what is past the recovery point, so the
+		// .log files are on disk; what finalize added to the time index
+		// still has to reach its file. An idle log costs no fsync, which
+		// at 100,000 partitions is the difference at shutdown.
 		if err := l.flushLocked(); err != nil {
 			errs = append(errs, err)
-		} else if err := l.active().sync(); err != nil {
+		} else if err := l.active().persistIndexes(true); err != nil {
 			errs = append(errs, err)
 		}
 	}

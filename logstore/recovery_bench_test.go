@@ -85,9 +85,11 @@ func TestReopenManyLogsTimed(t *testing.T) {
 			d.Abandon()
 			return
 		}
+		start = time.Now()
 		if err := d.Close(nil); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("clean close of %d logs: %v", n, time.Since(start))
 	}
 	defer func() { loadAtOpenDir = true }()
 	for _, n := range threads {
