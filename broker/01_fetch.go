@@ -428,9 +428,10 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		return nil, 0, kerr.NotLeaderForPartition
 	}
 	changed := p.watchFetch(replicaID)
-	hw := p.highWatermark()
-	sp.HighWatermark = hw
-	sp.LastStableOffset = min(p.lastStableOffset(), hw)
+	if replicaID < 0 {
+		// A follower's are read after its progress is recorded, below.
+		fillFetchOffsets(p, sp)
+	}
 	sp.LogStartOffset = p.log.LogStartOffset()
 	committed := replicaID < 0 && req.IsolationLevel == isolationCommitted
 	if committed {
@@ -442,11 +443,14 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		if divEpoch != rp.LastFetchedEpoch || divEnd < rp.FetchOffset {
 			sp.DivergingEpoch.Epoch = divEpoch
 			sp.DivergingEpoch.EndOffset = divEnd
+			if replicaID >= 0 {
+				fillFetchOffsets(p, sp)
+			}
 			return changed, 0, nil
 		}
 	}
 
-	maxOffset := hw
+	maxOffset := sp.HighWatermark
 	throttled := false
 	if committed {
 		maxOffset = sp.LastStableOffset
@@ -460,8 +464,7 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 			b.kickISR()
 		}
 		// The follower's progress may have moved the high watermark.
-		sp.HighWatermark = p.highWatermark()
-		sp.LastStableOffset = min(p.lastStableOffset(), sp.HighWatermark)
+		fillFetchOffsets(p, sp)
 		maxOffset = p.log.LogEndOffset()
 		if throttled = b.leaderThrottled(topic, p, replicaID); throttled && b.throttle.leader.Exceeded(b.now()) {
 			return changed, 0, nil // no records until the replication throttle allows
@@ -506,6 +509,13 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		}
 	}
 	return changed, int(sl.Size), nil
+}
+
+// fillFetchOffsets sets the high watermark and last stable offset of a
+// partition's answer.
+func fillFetchOffsets(p *partition, sp *kmsg.FetchResponseTopicPartition) {
+	sp.HighWatermark = p.highWatermark()
+	sp.LastStableOffset = min(p.lastStableOffset(), sp.HighWatermark)
 }
 
 // spliceMinBytes is the smallest partition answer sent from its segment

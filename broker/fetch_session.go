@@ -359,3 +359,18 @@ func (c *sessionPartition) told(sent *sentPartition) {
 		c.highWatermark = -1
 	}
 }
+
+// FetchSessions reports the incremental fetch sessions this broker holds:
+// how many, how many are followers', and the partitions they cache. Tests
+// check through it that followers use sessions.
+func (b *Broker) FetchSessions() (sessions, followers, partitions int) {
+	c := &b.fetchSessions
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sessions {
+		if s.privileged {
+			followers++
+		}
+	}
+	return len(c.sessions), followers, c.partitions
+}

@@ -28,6 +28,18 @@ package broker
 //     or DeleteRecords moved it past us) the log is emptied and restarts at
 //     the leader's log start offset; otherwise the follower is ahead of the
 //     leader and asks OffsetForLeaderEpoch where to truncate.
+//
+// The fetches use an incremental fetch session (KIP-227) with the leader,
+// as Kafka's fetcher threads do: the first is a full fetch at session epoch
+// 0; after it, each names only the partitions whose fetch parameters
+// changed (fetch offset, epochs) and forgets those no longer fetched
+// (paused, backing off, throttled, moved), and the leader answers only the
+// partitions with something new. A follower of thousands of idle
+// partitions thus sends and receives nearly empty requests. The session
+// starts again with a full fetch after any doubt about what the leader
+// holds: a failed request, a top-level error (FETCH_SESSION_ID_NOT_FOUND
+// after an eviction or a leader restart, INVALID_FETCH_SESSION_EPOCH), a
+// partition answer this node could not apply.
 
 import (
 	"context"
@@ -83,6 +95,74 @@ type fetcher struct {
 	mu      sync.Mutex // guards parts; a leaf lock
 	parts   map[logstore.TopicPartition]*followed
 	changed chan struct{} // capacity 1
+
+	// session is the fetch session with the leader; only run's goroutine
+	// uses it.
+	session fetcherSession
+}
+
+// fetcherSession is the follower's side of its fetch session: the session
+// id and the epoch its next incremental request carries (id 0: none, the
+// next request is a full fetch opening one), and the fetch parameters of
+// each partition as the leader's session holds them.
+type fetcherSession struct {
+	id, epoch int32
+	sent      map[logstore.TopicPartition]sessionParams
+	// dropped is the session given up on, which the next full fetch
+	// names so the leader closes it rather than keep it until evicted.
+	dropped int32
+}
+
+// sessionParams is what a fetch request says of one partition.
+type sessionParams struct {
+	topicID            [16]byte
+	fetchOffset        int64
+	currentLeaderEpoch int32
+	lastFetchedEpoch   int32
+	maxBytes           int32
+}
+
+// sessionRequest is what one request changes in the session, applied when
+// it is answered: the parameters of the partitions it names, and the
+// partitions it forgets.
+type sessionRequest struct {
+	full      bool
+	named     map[logstore.TopicPartition]sessionParams
+	forgotten []logstore.TopicPartition
+}
+
+// reset drops the session: the next request is a full fetch.
+func (s *fetcherSession) reset() {
+	dropped := s.id
+	if dropped == 0 {
+		dropped = s.dropped
+	}
+	*s = fetcherSession{dropped: dropped}
+}
+
+// answered applies a request's changes once the leader answered it
+// without a top-level error with session id.
+func (s *fetcherSession) answered(sr *sessionRequest, id int32) {
+	if sr.full {
+		// The leader closed the dropped session, if any, and opened
+		// this one (none if id is 0: its cache had no room).
+		*s = fetcherSession{}
+		if id != 0 {
+			s.id, s.epoch, s.sent = id, 1, sr.named
+		}
+		return
+	}
+	if id == 0 || id != s.id {
+		s.reset() // the leader closed the session
+		return
+	}
+	for tp, sp := range sr.named {
+		s.sent[tp] = sp
+	}
+	for _, tp := range sr.forgotten {
+		delete(s.sent, tp)
+	}
+	s.epoch = nextSessionEpoch(s.epoch)
 }
 
 func (rm *replicaManager) startFetcher(ctx context.Context, leader int32, addr string) (*fetcher, error) {
@@ -152,15 +232,32 @@ func (f *fetcher) run(ctx context.Context) {
 		if len(seeds) == 0 {
 			return
 		}
+		sr := f.sessionRequest(req, batch)
 		kresp, err := seeds[0].Request(ctx, req)
 		if err != nil {
+			f.session.reset()
 			if ctx.Err() == nil {
 				f.rm.b.logger.Debug("replica fetch failed", "leader", f.leader, "err", err)
 				f.wait(ctx, f.errorBackoff())
 			}
 			continue
 		}
-		if !f.handle(ctx, kresp.(*kmsg.FetchResponse), batch) {
+		resp := kresp.(*kmsg.FetchResponse)
+		if resp.ErrorCode == 0 {
+			f.session.answered(sr, resp.SessionID)
+		} else {
+			f.session.reset()
+			if resp.ErrorCode == kerr.FetchSessionIDNotFound.Code || resp.ErrorCode == kerr.InvalidFetchSessionEpoch.Code {
+				// The leader lost the session (evicted, restarted):
+				// a full fetch at once opens another.
+				continue
+			}
+		}
+		progress, clean := f.handle(ctx, resp, batch)
+		if !clean {
+			f.session.reset()
+		}
+		if !progress {
 			f.wait(ctx, f.errorBackoff())
 		}
 	}
@@ -196,8 +293,6 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 	req.MaxWaitMillis = cfg.ReplicaFetchWaitMaxMs
 	req.MinBytes = cfg.ReplicaFetchMinBytes
 	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
-	req.SessionID = 0
-	req.SessionEpoch = -1
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -241,6 +336,66 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 	return req, batch, delayed
 }
 
+// sessionRequest makes req, a full list of the partitions to fetch (batch),
+// a request of the fetch session: a full fetch at epoch 0 opening one when
+// there is none, else an incremental fetch naming only the partitions whose
+// parameters differ from what the session holds, and forgetting those not
+// in batch. It returns what the request changes in the session.
+func (f *fetcher) sessionRequest(req *kmsg.FetchRequest, batch map[logstore.TopicPartition]*followed) *sessionRequest {
+	s := &f.session
+	sr := &sessionRequest{full: s.id == 0, named: make(map[logstore.TopicPartition]sessionParams, len(batch))}
+	if sr.full {
+		req.SessionID, req.SessionEpoch = s.dropped, sessionEpochInitial
+		for _, rt := range req.Topics {
+			for i := range rt.Partitions {
+				rp := &rt.Partitions[i]
+				sr.named[logstore.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = paramsOf(&rt, rp)
+			}
+		}
+		return sr
+	}
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
+	kept := req.Topics[:0]
+	for _, rt := range req.Topics {
+		parts := rt.Partitions[:0]
+		for i := range rt.Partitions {
+			rp := rt.Partitions[i]
+			tp := logstore.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			sp := paramsOf(&rt, &rp)
+			if old, ok := s.sent[tp]; ok && old == sp {
+				continue
+			}
+			sr.named[tp] = sp
+			parts = append(parts, rp)
+		}
+		if len(parts) > 0 {
+			rt.Partitions = parts
+			kept = append(kept, rt)
+		}
+	}
+	req.Topics = kept
+	forgotten := map[string]int{}
+	for tp, sp := range s.sent {
+		if batch[tp] != nil {
+			continue
+		}
+		sr.forgotten = append(sr.forgotten, tp)
+		i, ok := forgotten[tp.Topic]
+		if !ok {
+			req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{Topic: tp.Topic, TopicID: sp.topicID})
+			i = len(req.ForgottenTopics) - 1
+			forgotten[tp.Topic] = i
+		}
+		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+	}
+	return sr
+}
+
+func paramsOf(rt *kmsg.FetchRequestTopic, rp *kmsg.FetchRequestTopicPartition) sessionParams {
+	return sessionParams{topicID: rt.TopicID, fetchOffset: rp.FetchOffset, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+		lastFetchedEpoch: rp.LastFetchedEpoch, maxBytes: rp.PartitionMaxBytes}
+}
+
 // current reports whether st is still what the fetcher should fetch.
 func (f *fetcher) current(tp logstore.TopicPartition, st *followed) bool {
 	f.mu.Lock()
@@ -262,16 +417,20 @@ func (f *fetcher) backOff(tp logstore.TopicPartition, st *followed) {
 	st.retryAt = time.Now().Add(f.errorBackoff())
 }
 
-// handle applies a fetch response. It reports false when nothing was
-// gained (every partition errored), so the caller backs off.
-func (f *fetcher) handle(ctx context.Context, resp *kmsg.FetchResponse, batch map[logstore.TopicPartition]*followed) bool {
+// handle applies a fetch response. It reports progress false when nothing
+// was gained (every partition answered errored), so the caller backs off,
+// and clean false when a partition's answer was not applied (the partition
+// changed meanwhile, or applying failed), so the session starts again.
+// An incremental answer with no partitions, nothing new, is progress.
+func (f *fetcher) handle(ctx context.Context, resp *kmsg.FetchResponse, batch map[logstore.TopicPartition]*followed) (progress, clean bool) {
 	b := f.rm.b
 	if resp.ErrorCode != 0 {
 		b.logger.Debug("replica fetch rejected", "leader", f.leader, "err", kerr.ErrorForCode(resp.ErrorCode))
-		return false
+		return false, false
 	}
 	img := b.metadata()
-	progress := false
+	answered := false
+	clean = true
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if img != nil && rt.TopicID != ([16]byte{}) {
@@ -282,18 +441,21 @@ func (f *fetcher) handle(ctx context.Context, resp *kmsg.FetchResponse, batch ma
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
 			tp := logstore.TopicPartition{Topic: name, Partition: rp.Partition}
+			answered = true
 			st := batch[tp]
 			if st == nil || !f.current(tp, st) {
+				clean = false
 				continue
 			}
 			ok, err := f.apply(ctx, tp, st, rp)
 			if err != nil {
+				clean = false
 				b.logger.Warn("replica fetch: cannot apply", "topic", tp.Topic, "partition", tp.Partition, "leader", f.leader, "err", err)
 			}
 			progress = progress || ok
 		}
 	}
-	return progress
+	return progress || !answered, clean
 }
 
 // apply handles one partition of a fetch response.
