@@ -17,6 +17,9 @@ import (
 // measures.
 const scale100kPoll = time.Second
 
+// scale100kAttempt bounds one CreateTopics attempt of workload 12.
+const scale100kAttempt = 2 * time.Minute
+
 // scale100kCluster runs workload 12 on a three-node cluster of its own,
 // started after the shared cluster stopped: the partitions of workload 8
 // and the others are not there to add to its figures, and a cluster that
@@ -132,15 +135,22 @@ func (r *runner) scale100k(ctx context.Context) error {
 // request allowed what is left until deadline, and returns how many it
 // created. A retriable error (NOT_CONTROLLER while the controller
 // changes, a timeout) is retried every second until deadline; a topic
-// that then already exists was created by the attempt that failed.
+// that then already exists was created by the attempt that failed. No
+// attempt may take more than scale100kAttempt, so that one request stuck
+// (the client retrying against a controller that keeps changing) does
+// not spend the whole budget unseen.
 func (r *runner) createScaleTopicsBy(ctx context.Context, topics []string, sizes []int32, deadline time.Time) (int, error) {
+	start := time.Now()
 	for i := range topics {
+		if i > 0 && i%10 == 0 {
+			r.logf("workload 12: %d of %d topics created in %s", i, len(topics), time.Since(start).Round(time.Second))
+		}
 		for retried := false; ; retried = true {
 			left := time.Until(deadline)
 			if left <= 0 {
 				return i, fmt.Errorf("%d of %d topics created when the budget ran out", i, len(topics))
 			}
-			err := r.createScaleTopics(ctx, topics[i:i+1], sizes[i:i+1], left)
+			err := r.createScaleTopics(ctx, topics[i:i+1], sizes[i:i+1], min(left, scale100kAttempt))
 			if err == nil || retried && errors.Is(err, kerr.TopicAlreadyExists) {
 				break
 			}
