@@ -264,7 +264,8 @@ func TestFetchSessionSlotsZero(t *testing.T) {
 }
 
 // TestFetchSessionConsumer consumes with kgo, whose fetches use sessions,
-// across idle periods and produces to some partitions at a time.
+// across idle periods and produces to some partitions at a time, and
+// checks that the consumer holds a session of its eight partitions.
 func TestFetchSessionConsumer(t *testing.T) {
 	n := sluicetest.Start(t)
 	const topic = "fetch-session-kgo"
@@ -302,5 +303,8 @@ func TestFetchSessionConsumer(t *testing.T) {
 				delete(want, string(r.Value))
 			})
 		}
+	}
+	if sessions, _, partitions := n.Broker.FetchSessions(); sessions != 1 || partitions != 8 {
+		t.Fatalf("the broker holds %d fetch sessions caching %d partitions, want the consumer's one of 8", sessions, partitions)
 	}
 }
