@@ -166,8 +166,11 @@ func (r *runner) createScaleTopics(ctx context.Context, topics []string, sizes [
 		cctx, cancel := context.WithTimeout(ctx, perRequest)
 		resp, err := adm.CreateTopic(cctx, sizes[i], benchRF, map[string]*string{"min.insync.replicas": &minISR}, topic)
 		cancel()
-		if err == nil {
+		if err == nil && resp.Err != nil {
 			err = resp.Err
+			if resp.ErrMessage != "" {
+				err = fmt.Errorf("%w (%s)", resp.Err, resp.ErrMessage)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("create %s (%d partitions): %w", topic, sizes[i], err)

@@ -68,7 +68,10 @@ func (r *runner) scale100k(ctx context.Context) error {
 	start := time.Now()
 	deadline := start.Add(s.scale100kTimeout)
 	created, createErr := r.createScaleTopicsBy(ctx, topics, sizes, deadline)
-	watched := min(created+1, len(topics)) // a request that timed out may still create its topic
+	watched := created
+	if refused := (*kerr.Error)(nil); createErr != nil && !(errors.As(createErr, &refused) && !refused.Retriable) {
+		watched = min(created+1, len(topics)) // a request that timed out may still create its topic
+	}
 	want := 0
 	for _, size := range sizes[:watched] {
 		want += int(size)
