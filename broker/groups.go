@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -105,7 +106,19 @@ func (b *Broker) reconcileGroups(prev, img *controller.Image) {
 	if prev != nil {
 		var deleted []string
 		changed := len(prev.Topics) != len(img.Topics)
-		for name, t := range prev.Topics {
+		// Only the topics the command touched, when img is the image
+		// one command built from prev (reconcile.go).
+		prevTopics := maps.All(prev.Topics)
+		if names, ok := img.TopicsChangedSince(prev); ok {
+			prevTopics = func(yield func(string, *controller.Topic) bool) {
+				for _, name := range names {
+					if t := prev.Topics[name]; t != nil && !yield(name, t) {
+						return
+					}
+				}
+			}
+		}
+		for name, t := range prevTopics {
 			now := img.Topics[name]
 			if now == nil || now.ID != t.ID {
 				deleted = append(deleted, name)
