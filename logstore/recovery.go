@@ -3,12 +3,14 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,34 +58,52 @@ func (d *Dir) loadLogs(entries []os.DirEntry, threads int, cfg Config) {
 		return
 	}
 	threads = max(1, min(threads, len(tps)))
-	d.loaded = make(map[TopicPartition]loadedLog, len(tps))
-	next := make(chan TopicPartition)
+	// Each goroutine takes the next partition by index and keeps what it
+	// loads to itself; the results are merged under the lock once.
+	type result struct {
+		loaded  map[TopicPartition]loadedLog
+		offline map[TopicPartition]error
+		stats   RecoveryStats
+	}
+	results := make([]result, threads)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range threads {
+	norm := cfg.normalized()
+	for w := range results {
 		wg.Add(1)
-		go func() {
+		go func(r *result) {
 			defer wg.Done()
-			for tp := range next {
+			r.loaded = make(map[TopicPartition]loadedLog, len(tps)/threads+1)
+			for i := next.Add(1) - 1; i < int64(len(tps)); i = next.Add(1) - 1 {
+				tp := tps[i]
 				l, from, stats, err := loadLog(logOpenParams{dir: d, tp: tp, cfg: cfg, preload: true,
 					recoveryPoint: d.recoveryPoints[tp], logStart: d.logStartOffsets[tp], clean: d.hadClean})
-				d.mu.Lock()
-				d.stats.SegmentsScanned += stats.SegmentsScanned
-				d.stats.BytesTruncated += stats.BytesTruncated
+				r.stats.SegmentsScanned += stats.SegmentsScanned
+				r.stats.BytesTruncated += stats.BytesTruncated
 				switch {
 				case err != nil:
-					d.takeOffline(tp, err)
+					if r.offline == nil {
+						r.offline = make(map[TopicPartition]error)
+					}
+					r.offline[tp] = err
 				case l != nil:
-					d.loaded[tp] = loadedLog{log: l, cfg: cfg.normalized(), recoveredFrom: from}
+					r.loaded[tp] = loadedLog{log: l, cfg: norm, recoveredFrom: from}
 				}
-				d.mu.Unlock()
 			}
-		}()
+		}(&results[w])
 	}
-	for _, tp := range tps {
-		next <- tp
-	}
-	close(next)
 	wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.loaded = make(map[TopicPartition]loadedLog, len(tps))
+	for _, r := range results {
+		d.stats.SegmentsScanned += r.stats.SegmentsScanned
+		d.stats.BytesTruncated += r.stats.BytesTruncated
+		maps.Copy(d.loaded, r.loaded)
+		for tp, err := range r.offline {
+			d.takeOffline(tp, err)
+		}
+	}
 }
 
 // loadAtOpenDir is turned off only by TestReopenManyLogsTimed, to
