@@ -313,35 +313,5 @@ func (r *runner) produceAtRate(ctx context.Context, topic string, rate float64, 
 		return nil, err
 	}
 	defer cl.Close()
-	var mu sync.Mutex
-	samples := make([]time.Duration, 0, total)
-	var failed errCount
-	start := time.Now()
-	interval := time.Duration(float64(time.Second) / rate)
-	for i := 0; i < total && ctx.Err() == nil; {
-		due := min(total, int(time.Since(start)/interval)+1)
-		for ; i < due; i++ {
-			intended := start.Add(time.Duration(i) * interval)
-			cl.Produce(ctx, &kgo.Record{Value: r.values.value()}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.add(err)
-					return
-				}
-				took := time.Since(intended)
-				mu.Lock()
-				samples = append(samples, took)
-				mu.Unlock()
-			})
-		}
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-			time.Sleep(wait)
-		}
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return nil, err
-	}
-	if err := failed.err(); err != nil {
-		return nil, err
-	}
-	return samples, nil
+	return pacedProduce(ctx, cl, r.values, total, rate)
 }

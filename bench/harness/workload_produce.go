@@ -151,36 +151,8 @@ func (r *runner) produceLatency(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
-	var mu sync.Mutex
-	samples := make([]time.Duration, 0, total)
-	var failed errCount
-	start := time.Now()
-	interval := time.Duration(float64(time.Second) / rate)
-	for i := 0; i < total && ctx.Err() == nil; {
-		// Send every record whose intended time has come, then sleep
-		// until the next one is due.
-		due := min(total, int(time.Since(start)/interval)+1)
-		for ; i < due; i++ {
-			intended := start.Add(time.Duration(i) * interval)
-			cl.Produce(ctx, &kgo.Record{Value: r.values.value()}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.add(err)
-					return
-				}
-				d := time.Since(intended)
-				mu.Lock()
-				samples = append(samples, d)
-				mu.Unlock()
-			})
-		}
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-			time.Sleep(wait)
-		}
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	if err := failed.err(); err != nil {
+	samples, err := pacedProduce(ctx, cl, r.values, total, rate)
+	if err != nil {
 		return err
 	}
 	if err := r.checkLanded(ctx, landedLatency, produceTopic, int64(len(samples))); err != nil {
@@ -213,4 +185,44 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// pacedProduce produces total records of values through cl at rate records
+// a second, each timed from its intended send time (start + i/rate), so a
+// stall counts for every record it delays (no coordinated omission). It
+// returns the latencies of the acknowledged records, or the first error.
+func pacedProduce(ctx context.Context, cl *kgo.Client, values *valuePool, total int, rate float64) ([]time.Duration, error) {
+	var mu sync.Mutex
+	samples := make([]time.Duration, 0, total)
+	var failed errCount
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / rate)
+	for i := 0; i < total && ctx.Err() == nil; {
+		// Send every record whose intended time has come, then sleep
+		// until the next one is due.
+		due := min(total, int(time.Since(start)/interval)+1)
+		for ; i < due; i++ {
+			intended := start.Add(time.Duration(i) * interval)
+			cl.Produce(ctx, &kgo.Record{Value: values.value()}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.add(err)
+					return
+				}
+				d := time.Since(intended)
+				mu.Lock()
+				samples = append(samples, d)
+				mu.Unlock()
+			})
+		}
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := failed.err(); err != nil {
+		return nil, err
+	}
+	return samples, nil
 }
