@@ -4,14 +4,12 @@ package broker_test
 // real nodes while a kgo client produces and nodes stop and return.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,30 +30,7 @@ const recordBatchOverhead = 61
 // scrape GETs /metrics from addr and returns every sample by its series as
 // exposed (name{labels}).
 func scrape(addr string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
+	return sluicetest.ScrapeMetrics(context.Background(), addr)
 }
 
 // status GETs path from addr and returns the status code.

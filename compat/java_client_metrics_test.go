@@ -1,14 +1,14 @@
 package compat
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicedev/sluice/sluicetest"
 )
 
 // The kafka-client-metrics row (issue 20's KIP-714, with issue 21's
@@ -152,32 +152,5 @@ func runJavaClientMetrics(ctx context.Context, env *rowEnv) error {
 // scrapeSamples GETs /metrics from addr: every sample by its series as
 // exposed (name{labels}).
 func scrapeSamples(ctx context.Context, addr string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
+	return sluicetest.ScrapeMetrics(ctx, addr)
 }
