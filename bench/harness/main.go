@@ -248,7 +248,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory (broker logs) after the run")
 	fs.StringVar(&cfg.chartPath, "chart", "bench-results.png", "where to write the PNG chart; empty: none")
 	fs.StringVar(&cfg.sluiceBin, "sluice-bin", "", "a sluice binary to use instead of building ./cmd/sluice")
-	fs.StringVar(&cfg.cpuProfileDir, "sluice-cpu-profile", "", "directory for a CPU profile of each sluice cluster node (node-<id>.prof)")
+	fs.StringVar(&cfg.cpuProfileDir, "sluice-cpu-profile", "", "directory for a CPU profile of each life of each sluice cluster node (<cluster dir>-node-<id>-start-<n>.prof; a node killed with kill -9 writes none)")
 	fs.IntVar(&cfg.metricsCost, "metrics-cost", 0, "instead of the comparison with Kafka: this many rounds of workload 1 on sluice with metrics.listener off and on (each on a fresh cluster, the order alternating), printing both throughputs and their ratio (issue 21's goal: within 3 %)")
 	fs.DurationVar(&cfg.scrapeEvery, "scrape-interval", 5*time.Second, "-metrics-cost: how often every node's /metrics is scraped while metrics are on")
 	fs.StringVar(&cfg.kafkaVersion, "kafka-version", kafkaVersions[0], "the Apache Kafka release to compare with: "+strings.Join(kafkaVersions, " or "))

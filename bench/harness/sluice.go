@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,8 +22,8 @@ import (
 type sluiceSystem struct {
 	bin string
 	// cpuProfileDir, when set, makes every cluster node write a CPU profile
-	// of its whole life (--cpu-profile) to node-<id>.prof there; it is
-	// written when the node stops cleanly.
+	// of each life (--cpu-profile) to <cluster dir>-node-<id>-start-<n>.prof
+	// there; it is written when the node stops cleanly (not after kill -9).
 	cpuProfileDir string
 	// metrics, when set, opens every node's Prometheus listener
 	// (metrics.listener) and has the cluster scraped every scrapeEvery
@@ -96,15 +97,21 @@ func (s *sluiceSystem) startCluster(ctx context.Context, dir string, n int, sec 
 			metricsAddr = addr(ports[per*i+per-1])
 			args = append(args, "--override", "metrics.listener="+metricsAddr)
 		}
-		if s.cpuProfileDir != "" {
-			prof := fmt.Sprintf("node-%d.prof", id)
-			if sec.secured() {
-				prof = fmt.Sprintf("node-%d-%s.prof", id, sec.mode)
-			}
-			args = append(args, "--cpu-profile", filepath.Join(s.cpuProfileDir, prof))
-		}
 		nd := &node{id: id, addr: addr(ports[per*i]), metricsAddr: metricsAddr, dataDir: filepath.Join(nodeDir, "data")}
+		starts := 0
 		nd.spawn = func() (*proc, error) {
+			args := args
+			if s.cpuProfileDir != "" {
+				// One file per cluster, node and start, so that workload
+				// 12's cluster and a restarted node do not overwrite the
+				// profile of an earlier life.
+				starts++
+				prof := fmt.Sprintf("%s-node-%d-start-%d.prof", filepath.Base(dir), id, starts)
+				if sec.secured() {
+					prof = fmt.Sprintf("%s-node-%d-%s-start-%d.prof", filepath.Base(dir), id, sec.mode, starts)
+				}
+				args = append(slices.Clip(args), "--cpu-profile", filepath.Join(s.cpuProfileDir, prof))
+			}
 			return spawn(s.bin, args, nil, nodeDir, filepath.Join(nodeDir, "broker.log"))
 		}
 		if err := nd.restart(); err != nil {
