@@ -380,6 +380,8 @@ func prepareRun(cfg *config, logw io.Writer) (logf func(string, ...any), root, w
 		if workDir, err = os.MkdirTemp("", "sluice-bench-"); err != nil {
 			return nil, "", "", nil, err
 		}
+	} else if err = os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, "", "", nil, err
 	}
 	cleanup = func() {}
 	if cfg.keep {
