@@ -27,17 +27,18 @@ import (
 //
 // Per broker, from KIP-578 (max.broker.partitions; the KIP was not adopted
 // by Kafka, but its name and meaning are the ones a Kafka user would look
-// for): every partition replica a broker hosts costs it at least one open
-// file, so a broker given more replicas than its open-file limit allows
-// cannot open their logs and then cannot accept a connection. The active
-// controller counts the replicas each broker already hosts (every replica
-// listed in the image, those being added by a reassignment included) and
-// refuses, with POLICY_VIOLATION and a message naming the broker and the
-// limit, a topic or a partition increase whose placement would take a
-// broker past BrokerPartitionLimit. Topics are judged one at a time, in
-// request order, each counting the replicas of the topics accepted before
-// it in the same request, so one topic that does not fit fails alone, as
-// any other per-topic error does.
+// for): the broker hands the controller BrokerPartitionLimit, which is
+// max.broker.partitions or no limit (the open-file limit no longer bounds
+// it since segment files are opened through a bounded file cache; see
+// broker/partition_capacity.go). The active controller counts the replicas
+// each broker already hosts (every replica listed in the image, those
+// being added by a reassignment included) and refuses, with
+// POLICY_VIOLATION and a message naming the broker and the limit, a topic
+// or a partition increase whose placement would take a broker past
+// BrokerPartitionLimit. Topics are judged one at a time, in request order,
+// each counting the replicas of the topics accepted before it in the same
+// request, so one topic that does not fit fails alone, as any other
+// per-topic error does.
 
 // MaxPartitionsPerRequest is the most partitions one CreateTopics or
 // CreatePartitions request may create (Kafka's MAX_PARTITIONS_PER_BATCH).
