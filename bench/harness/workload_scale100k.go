@@ -138,7 +138,8 @@ func (r *runner) scale100k(ctx context.Context) error {
 // request allowed what is left until deadline, and returns how many it
 // created. A retriable error (NOT_CONTROLLER while the controller
 // changes, a timeout) is retried every second until deadline; a topic
-// that then already exists was created by the attempt that failed. No
+// that already exists, on any attempt, was created by one whose answer
+// was lost (ours, or kgo's own retry of a request). No
 // attempt may take more than scale100kAttempt, so that one request stuck
 // (the client retrying against a controller that keeps changing) does
 // not spend the whole budget unseen.
@@ -148,13 +149,17 @@ func (r *runner) createScaleTopicsBy(ctx context.Context, topics []string, sizes
 		if i > 0 && i%10 == 0 {
 			r.logf("workload 12: %d of %d topics created in %s", i, len(topics), time.Since(start).Round(time.Second))
 		}
-		for retried := false; ; retried = true {
+		for {
 			left := time.Until(deadline)
 			if left <= 0 {
 				return i, fmt.Errorf("%d of %d topics created when the budget ran out", i, len(topics))
 			}
 			err := r.createScaleTopics(ctx, topics[i:i+1], sizes[i:i+1], min(left, scale100kAttempt))
-			if err == nil || retried && errors.Is(err, kerr.TopicAlreadyExists) {
+			// A topic that already exists was created by an attempt whose
+			// answer was lost: an earlier one of ours, or the client's
+			// own retry of this one (the cluster is this workload's, and
+			// nothing else creates these names).
+			if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 				break
 			}
 			if ctx.Err() != nil || !kerr.IsRetriable(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kerr.RequestTimedOut) {
