@@ -330,6 +330,10 @@ func (b *Broker) installReplicas(logs []openedLog) {
 	defer b.reconcileMu.Unlock()
 	img, self := b.metadata(), b.cfg.NodeID
 	kick := false
+	// Resolved once per topic of the batch, not per partition: a topic's
+	// effective config walks every broker key (config's staticValues),
+	// which was the largest share of a restart's CPU.
+	settings := make(map[*controller.Topic]*topicSettings)
 	for _, ol := range logs {
 		tp := ol.tp
 		if errors.Is(ol.err, logstore.ErrLogOffline) {
@@ -358,16 +362,21 @@ func (b *Broker) installReplicas(logs []openedLog) {
 			}
 			continue
 		}
-		logCfg, err := b.logConfig(img, t)
-		if err == nil && ol.p.log.Config() != logCfg {
-			ol.p.log.SetConfig(logCfg)
+		ts := settings[t]
+		if ts == nil {
+			ts = &topicSettings{}
+			ts.logCfg, ts.err = b.logConfig(img, t)
+			ts.minInsync, ts.hwMinISR = b.minInsyncOf(img, t)
+			settings[t] = ts
 		}
-		minInsync, hwMinISR := b.minInsyncOf(img, t)
+		if ts.err == nil && ol.p.log.Config() != ts.logCfg {
+			ol.p.log.SetConfig(ts.logCfg)
+		}
 		b.mu.Lock()
 		b.partitions[tp] = ol.p
 		b.mu.Unlock()
-		ol.p.update(self, mp, minInsync, b.now())
-		ol.p.setHighWatermarkMinISR(self, min(hwMinISR, len(mp.Replicas)))
+		ol.p.update(self, mp, ts.minInsync, b.now())
+		ol.p.setHighWatermarkMinISR(self, min(ts.hwMinISR, len(mp.Replicas)))
 		kick = true
 	}
 	if kick && img != nil {
@@ -378,6 +387,14 @@ func (b *Broker) installReplicas(logs []openedLog) {
 		b.reconcileShareCoordinator(img)
 		b.kickReplication()
 	}
+}
+
+// topicSettings is what installing a replica takes from its topic's
+// effective config.
+type topicSettings struct {
+	logCfg              logstore.Config
+	err                 error
+	minInsync, hwMinISR int
 }
 
 // minInsyncOf returns topic t's min.insync.replicas in img and the
