@@ -167,7 +167,7 @@ func (s *logDirs) startMove(tp logstore.TopicPartition, dest *logDir) error {
 			delete(s.moves, tp)
 		}
 		if err == nil && s.where[tp] == src {
-			s.where[tp] = dest
+			s.place(tp, dest)
 		}
 		s.mu.Unlock()
 		switch {

@@ -65,6 +65,10 @@ type logDir struct {
 	// a directory that failed while running offline (log_dirs_fail.go).
 	offline error
 	handled bool
+	// replicas counts the entries of logDirs.where naming this
+	// directory, for Open's choice of the least loaded one without a
+	// walk over every replica per new log; guarded by logDirs.mu.
+	replicas int
 }
 
 // logDirs is the set of this node's log directories.
@@ -76,6 +80,8 @@ type logDirs struct {
 	// where holds the directory of each replica on disk (or being
 	// created); future the directory of a replica's future log while it
 	// moves (AlterReplicaLogDirs, log_dirs_move.go).
+	// where changes only through place and unplace, which keep each
+	// directory's replicas count.
 	where map[logstore.TopicPartition]*logDir
 	moves map[logstore.TopicPartition]*logMove
 	// preferred holds the directory AlterReplicaLogDirs named for a
@@ -150,7 +156,7 @@ func openLogDirs(paths []string, opts logstore.Options, logger *slog.Logger) (*l
 					"topic", tp.Topic, "partition", tp.Partition, "first", other.path, "second", abs)
 				continue
 			}
-			s.where[tp] = ld
+			s.place(tp, ld)
 		}
 	}
 	if online == 0 {
@@ -364,21 +370,17 @@ func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstor
 	ld := s.where[tp]
 	if pref := s.preferred[tp]; ld == nil && pref != nil && pref.offline == nil && pref.dir != nil {
 		ld = pref
-		s.where[tp] = ld
+		s.place(tp, ld)
 	}
 	delete(s.preferred, tp)
 	if ld == nil {
 		var offline []string
-		counts := map[*logDir]int{}
-		for _, d := range s.where {
-			counts[d]++
-		}
 		for _, d := range s.dirs {
 			if d.offline != nil || d.dir == nil {
 				offline = append(offline, d.path)
 				continue
 			}
-			if ld == nil || counts[d] < counts[ld] {
+			if ld == nil || d.replicas < ld.replicas {
 				ld = d
 			}
 		}
@@ -390,7 +392,7 @@ func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstor
 			s.mu.Unlock()
 			return nil, fmt.Errorf("%w: cannot create the log of %s because log dirs %s are offline", logstore.ErrLogOffline, tp, strings.Join(offline, ","))
 		}
-		s.where[tp] = ld
+		s.place(tp, ld)
 	}
 	delete(s.unplaced, tp)
 	err := ld.offline
@@ -402,13 +404,30 @@ func (s *logDirs) Open(tp logstore.TopicPartition, topicID [16]byte, cfg logstor
 	if err != nil && !errors.Is(err, logstore.ErrLogOffline) {
 		if _, serr := os.Stat(filepath.Join(ld.path, tp.String())); serr != nil {
 			s.mu.Lock()
-			if s.where[tp] == ld {
-				delete(s.where, tp)
-			}
+			s.unplace(tp, ld)
 			s.mu.Unlock()
 		}
 	}
 	return l, err
+}
+
+// place records that ld holds tp (or is creating it). The caller holds
+// s.mu.
+func (s *logDirs) place(tp logstore.TopicPartition, ld *logDir) {
+	if old := s.where[tp]; old != nil {
+		old.replicas--
+	}
+	s.where[tp] = ld
+	ld.replicas++
+}
+
+// unplace forgets that ld holds tp, if it is the directory recorded. The
+// caller holds s.mu.
+func (s *logDirs) unplace(tp logstore.TopicPartition, ld *logDir) {
+	if s.where[tp] == ld {
+		delete(s.where, tp)
+		ld.replicas--
+	}
 }
 
 // Offline returns why tp's replica is offline: its log failed to open or
@@ -466,9 +485,7 @@ func (s *logDirs) Remove(tp logstore.TopicPartition) error {
 	err := ld.dir.Remove(tp)
 	if err == nil {
 		s.mu.Lock()
-		if s.where[tp] == ld {
-			delete(s.where, tp)
-		}
+		s.unplace(tp, ld)
 		s.mu.Unlock()
 	}
 	return err
