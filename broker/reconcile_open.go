@@ -57,6 +57,10 @@ type logOpener struct {
 	// beforeOpen, if set (tests, export_open_test.go), runs before each
 	// log is opened; guarded by mu.
 	beforeOpen func(logstore.TopicPartition)
+	// settings is what installReplicas resolved of each topic's
+	// effective config, kept while the queue is busy; only the opener's
+	// goroutine uses it.
+	settings topicSettingsCache
 }
 
 // openRequest is one replica's log to open.
@@ -241,6 +245,7 @@ func (b *Broker) runOpener() {
 			}
 			batch := o.take(openBatchSize)
 			if len(batch) == 0 {
+				o.settings = topicSettingsCache{} // nothing kept between bursts
 				break
 			}
 			b.openBatch(batch)
@@ -330,10 +335,6 @@ func (b *Broker) installReplicas(logs []openedLog) {
 	defer b.reconcileMu.Unlock()
 	img, self := b.metadata(), b.cfg.NodeID
 	kick := false
-	// Resolved once per topic of the batch, not per partition: a topic's
-	// effective config walks every broker key (config's staticValues),
-	// which was the largest share of a restart's CPU.
-	settings := make(map[*controller.Topic]*topicSettings)
 	for _, ol := range logs {
 		tp := ol.tp
 		if errors.Is(ol.err, logstore.ErrLogOffline) {
@@ -362,13 +363,7 @@ func (b *Broker) installReplicas(logs []openedLog) {
 			}
 			continue
 		}
-		ts := settings[t]
-		if ts == nil {
-			ts = &topicSettings{}
-			ts.logCfg, ts.err = b.logConfig(img, t)
-			ts.minInsync, ts.hwMinISR = b.minInsyncOf(img, t)
-			settings[t] = ts
-		}
+		ts := b.opener.settings.of(b, img, t)
 		if ts.err == nil && ol.p.log.Config() != ts.logCfg {
 			ol.p.log.SetConfig(ts.logCfg)
 		}
@@ -395,6 +390,39 @@ type topicSettings struct {
 	logCfg              logstore.Config
 	err                 error
 	minInsync, hwMinISR int
+}
+
+// topicSettingsCache resolves a topic's settings once, not once per
+// partition: the effective config walks every broker key (config's
+// staticValues), which was the largest share of a restart's CPU, and a
+// burst of thousands of logs spreads each topic over many batches. An
+// entry is for one *controller.Topic (an image replaces the Topic of a
+// topic it changes) under the broker configs and feature levels of the
+// image it was resolved in; other ones empty the cache.
+type topicSettingsCache struct {
+	img     *controller.Image
+	byTopic map[*controller.Topic]*topicSettings
+}
+
+// of returns t's settings in img.
+func (c *topicSettingsCache) of(b *Broker, img *controller.Image, t *controller.Topic) *topicSettings {
+	if c.img != img {
+		if c.img == nil || !sameBrokerConfigs(c.img, img) || c.img.Features[elrFeature] != img.Features[elrFeature] {
+			c.byTopic = nil
+		}
+		c.img = img
+	}
+	if ts := c.byTopic[t]; ts != nil {
+		return ts
+	}
+	ts := &topicSettings{}
+	ts.logCfg, ts.err = b.logConfig(img, t)
+	ts.minInsync, ts.hwMinISR = b.minInsyncOf(img, t)
+	if c.byTopic == nil {
+		c.byTopic = make(map[*controller.Topic]*topicSettings)
+	}
+	c.byTopic[t] = ts
+	return ts
 }
 
 // minInsyncOf returns topic t's min.insync.replicas in img and the
