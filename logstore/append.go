@@ -70,7 +70,7 @@ func (l *Log) AppendAsLeaderWithin(records []byte, leaderEpoch int32, request *R
 	}
 	now := l.now()
 	appendTime := int64(-1)
-	if l.cfg.LogAppendTime {
+	if l.cfg.Value().LogAppendTime {
 		appendTime = now.UnixMilli()
 	}
 	res := AppendResult{FirstOffset: l.logEnd, LogAppendTime: appendTime, Batches: len(spans)}
@@ -110,7 +110,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	if err := l.writableLocked(); err != nil {
 		return AppendResult{}, err
 	}
-	spans, err := splitBatches(records, l.cfg, false)
+	spans, err := splitBatches(records, l.cfg.Value(), false)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -165,7 +165,7 @@ func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) (ro
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
 	for _, sp := range spans {
-		if err := seg.indexBatch(pos+int64(sp.pos), sp.header, l.cfg); err != nil {
+		if err := seg.indexBatch(pos+int64(sp.pos), sp.header, l.cfg.Value()); err != nil {
 			// The batch is in the log but the index may miss an entry: the
 			// log is still readable (lookups scan further) but must be
 			// recovered before more writes.
@@ -189,7 +189,7 @@ func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) (ro
 // Lock should be held (appendMu).
 func (l *Log) shouldRollLocked(seg *segment, size, maxTs, lastOffset int64, now time.Time) bool {
 	if seg.size > 0 {
-		if seg.size+size > l.cfg.SegmentBytes {
+		if seg.size+size > l.cfg.Value().SegmentBytes {
 			return true
 		}
 		var waited int64
@@ -198,7 +198,7 @@ func (l *Log) shouldRollLocked(seg *segment, size, maxTs, lastOffset int64, now 
 		} else {
 			waited = now.Sub(seg.created).Milliseconds()
 		}
-		if waited > l.cfg.SegmentMs {
+		if waited > l.cfg.Value().SegmentMs {
 			return true
 		}
 	}
@@ -220,7 +220,7 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	if err := old.persistIndexes(false); err != nil {
 		return nil, l.fail("roll", err)
 	}
-	seg, err := newSegment(l.fsys, l.path, base, l.cfg, now)
+	seg, err := newSegment(l.fsys, l.path, base, l.cfg.Value(), now)
 	if err != nil {
 		return nil, l.fail("roll", err)
 	}

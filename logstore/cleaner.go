@@ -183,7 +183,7 @@ func (c *Cleaner) Clean(l *Log, opts CleanOptions) (stats CleanStats, err error)
 		l.segsMu.RUnlock()
 		return CleanStats{}, ErrLogClosed
 	}
-	cfg, logStart, logEnd, truncations := l.cfg, l.logStart, l.logEnd, l.truncations
+	cfg, logStart, logEnd, truncations := l.cfg.Value(), l.logStart, l.logEnd, l.truncations
 	segs := make([]cleanSegment, len(l.segments))
 	var aborted []AbortedTxn
 	for i, s := range l.segments {

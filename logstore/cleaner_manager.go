@@ -63,10 +63,10 @@ type PreCleanStats struct {
 func (l *Log) cleanableSection(firstDirty, bound int64, now time.Time) (CleanCandidate, bool) {
 	l.segsMu.RLock()
 	defer l.segsMu.RUnlock()
-	if l.closed || !l.cfg.Compact {
+	if l.closed || !l.cfg.Value().Compact {
 		return CleanCandidate{}, false
 	}
-	cfg := l.cfg
+	cfg := l.cfg.Value()
 	nowMs := now.UnixMilli()
 	if firstDirty < l.logStart || firstDirty > l.logEnd {
 		firstDirty = l.logStart

@@ -284,7 +284,7 @@ func (m *mover) finish() error {
 	if err := syncDir(m.dest.fsys, m.dest.path); err != nil {
 		return fmt.Errorf("%w: %v", ErrKafkaStorage, err)
 	}
-	nl, _, err := openLog(logOpenParams{dir: m.dest, tp: l.tp, topicID: l.topicID, cfg: l.cfg,
+	nl, _, err := openLog(logOpenParams{dir: m.dest, tp: l.tp, topicID: l.topicID, cfg: l.cfg.Value(),
 		recoveryPoint: logEnd, logStart: logStart, clean: false})
 	if err == nil && (nl.logEnd != logEnd || nl.logStart != logStart) {
 		for _, s := range nl.segments {
@@ -353,7 +353,7 @@ func (m *mover) finish() error {
 	}
 	syncDir(m.src.fsys, m.src.path)
 	m.src.delMu.Lock()
-	m.src.movedAway = append(m.src.movedAway, movedAway{segs: old, path: gone, due: m.src.now().Add(time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond)})
+	m.src.movedAway = append(m.src.movedAway, movedAway{segs: old, path: gone, due: m.src.now().Add(time.Duration(l.cfg.Value().FileDeleteDelayMs) * time.Millisecond)})
 	m.src.delMu.Unlock()
 	select {
 	case m.src.deletesNoticed <- struct{}{}:

@@ -24,15 +24,20 @@ type epochEntry struct {
 //
 // Concurrency: mu is a leaf lock; it may be taken with any Log lock held.
 type epochCache struct {
-	mu      sync.Mutex
-	fsys    FS
-	path    string
+	mu   sync.Mutex
+	fsys FS
+	// dir is the log's directory (the Log's own path string, so it costs
+	// no allocation); the file's path is built when it is read or written.
+	dir     string
 	entries []epochEntry // epochs and start offsets strictly increasing
 }
 
+// path is the leader-epoch-checkpoint file's path.
+func (c *epochCache) path() string { return filepath.Join(c.dir, epochCheckpointFile) }
+
 func openEpochCache(fsys FS, dir string) (*epochCache, error) {
-	c := &epochCache{fsys: fsys, path: filepath.Join(dir, epochCheckpointFile)}
-	data, err := readWholeFile(fsys, c.path)
+	c := &epochCache{fsys: fsys, dir: dir}
+	data, err := readWholeFile(fsys, c.path())
 	if err != nil {
 		if isNotExist(err) {
 			return c, nil
@@ -41,19 +46,19 @@ func openEpochCache(fsys FS, dir string) (*epochCache, error) {
 	}
 	lines, err := parseCheckpoint(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.path, err)
+		return nil, fmt.Errorf("%s: %w", c.path(), err)
 	}
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) != 2 {
-			return nil, fmt.Errorf("%s: bad entry %q", c.path, l)
+			return nil, fmt.Errorf("%s: bad entry %q", c.path(), l)
 		}
 		var e epochEntry
 		if _, err := fmt.Sscan(f[0], &e.Epoch); err != nil {
-			return nil, fmt.Errorf("%s: bad epoch %q", c.path, l)
+			return nil, fmt.Errorf("%s: bad epoch %q", c.path(), l)
 		}
 		if _, err := fmt.Sscan(f[1], &e.StartOffset); err != nil {
-			return nil, fmt.Errorf("%s: bad offset %q", c.path, l)
+			return nil, fmt.Errorf("%s: bad offset %q", c.path(), l)
 		}
 		c.entries = append(c.entries, e)
 	}
@@ -66,7 +71,7 @@ func (c *epochCache) persistLocked() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeFileAtomic(c.fsys, c.path, formatCheckpoint(lines))
+	return writeFileAtomic(c.fsys, c.path(), formatCheckpoint(lines))
 }
 
 // assign records that epoch starts at startOffset if epoch is newer than

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 )
 
 // Lock order (take left before right, never the reverse):
@@ -201,8 +202,10 @@ type Log struct {
 	logStart      int64
 	logEnd        int64
 	recoveryPoint int64
-	cfg           Config
-	closed        bool
+	// cfg is the log's configuration, canonicalized: the partitions of a
+	// topic share one copy instead of holding ~200 bytes each.
+	cfg    unique.Handle[Config]
+	closed bool
 	// truncations counts TruncateTo calls that cut data: a cleaning pass
 	// does not swap in segments read before one (cleaner_swap.go).
 	truncations uint64
@@ -297,7 +300,7 @@ func (l *Log) TopicPartition() TopicPartition { return l.tp }
 func (l *Log) Config() Config {
 	l.segsMu.RLock()
 	defer l.segsMu.RUnlock()
-	return l.cfg
+	return l.cfg.Value()
 }
 
 // SetConfig changes the configuration (a topic config update). It applies
@@ -309,10 +312,10 @@ func (l *Log) SetConfig(cfg Config) {
 	defer l.appendMu.Unlock()
 	l.segsMu.Lock()
 	defer l.segsMu.Unlock()
-	if cfg.FileDeleteDelayMs != l.cfg.FileDeleteDelayMs && len(l.pendingDeletes) > 0 && l.notePendingDelete != nil {
+	if cfg.FileDeleteDelayMs != l.cfg.Value().FileDeleteDelayMs && len(l.pendingDeletes) > 0 && l.notePendingDelete != nil {
 		l.notePendingDelete() // the pending deletions fall due at another time
 	}
-	l.cfg = cfg
+	l.cfg = unique.Make(cfg)
 	a := l.active()
 	a.index.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, offsetIndexEntrySize)
 	a.timeIndex.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, timeIndexEntrySize)
@@ -403,7 +406,7 @@ func (l *Log) flushLocked() error {
 // Kafka's UnifiedLog does after each append (leader or follower). Lock
 // should be held (appendMu).
 func (l *Log) flushForMessagesLocked() error {
-	if l.logEnd-l.recoveryPoint < l.cfg.FlushMessages {
+	if l.logEnd-l.recoveryPoint < l.cfg.Value().FlushMessages {
 		return nil
 	}
 	return l.flushLocked()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 )
 
 // RecoveryStats counts the work done by crash recovery since OpenDir.
@@ -268,7 +269,7 @@ func loadLog(p logOpenParams) (*Log, int64, RecoveryStats, error) {
 	cfg := p.cfg.normalized()
 	now := d.now()
 	l := &Log{tp: p.tp, topicID: p.topicID, path: path, fsys: d.fsys, now: d.now, logger: d.logger,
-		epochs: epochs, cfg: cfg}
+		epochs: epochs, cfg: unique.Make(cfg)}
 
 	recoveredFrom := int64(-1) // base of the first segment crash recovery rebuilt
 	fail := func(err error) (*Log, int64, RecoveryStats, error) {

@@ -34,7 +34,7 @@ func (l *Log) retain(now time.Time, highWatermark int64) (int, error) {
 	if err := l.writableLocked(); err != nil {
 		return 0, err
 	}
-	cfg, segs := l.cfg, l.segments
+	cfg, segs := l.cfg.Value(), l.segments
 	nowMs := now.UnixMilli()
 
 	prefix := func(keep func(i int, s *segment) bool) int {
@@ -142,7 +142,7 @@ func (l *Log) removeExpiredDeletes(now time.Time) error {
 func (l *Log) removeDueDeletes(now time.Time) (next time.Time, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	delay := time.Duration(l.cfg.FileDeleteDelayMs) * time.Millisecond
+	delay := time.Duration(l.cfg.Value().FileDeleteDelayMs) * time.Millisecond
 	kept := l.pendingDeletes[:0]
 	var firstErr error
 	for _, p := range l.pendingDeletes {

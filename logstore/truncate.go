@@ -46,7 +46,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	// exact, and truncation is rare enough that one segment scan is cheap.
 	// The rebuilt entries are written to the emptied files right away (the
 	// next flush fsyncs them).
-	if _, err := seg.rebuild(l.cfg, false); err != nil {
+	if _, err := seg.rebuild(l.cfg.Value(), false); err != nil {
 		return l.fail("truncate", err)
 	}
 	if err := seg.txnIndex.truncateFrom(seg.nextOffset); err != nil {
@@ -87,7 +87,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		}
 		l.pendingDeletes = append(l.pendingDeletes, pendingDelete{seg: s, at: now})
 	}
-	seg, err := newSegment(l.fsys, l.path, offset, l.cfg, now)
+	seg, err := newSegment(l.fsys, l.path, offset, l.cfg.Value(), now)
 	if err != nil {
 		return l.fail("truncate", err)
 	}

@@ -186,9 +186,24 @@ type ProducerState struct {
 	nextToken uint64
 }
 
-// NewProducerState returns an empty table.
-func NewProducerState() *ProducerState {
-	return &ProducerState{producers: make(map[int64]*ProducerEntry), ongoing: make(map[int64]int64)}
+// NewProducerState returns an empty table. Its maps are made by the first
+// entry (put): most partitions never see an idempotent producer, and a
+// node holds a table for each of its replicas.
+func NewProducerState() *ProducerState { return &ProducerState{} }
+
+// put stores e, and the transaction it opened at firstOffset when that is
+// not negative, making the maps on first use.
+func (s *ProducerState) put(e *ProducerEntry, txnFirstOffset int64) {
+	if s.producers == nil {
+		s.producers = make(map[int64]*ProducerEntry)
+	}
+	s.producers[e.ProducerID] = e
+	if txnFirstOffset >= 0 {
+		if s.ongoing == nil {
+			s.ongoing = make(map[int64]int64)
+		}
+		s.ongoing[txnFirstOffset] = e.ProducerID
+	}
 }
 
 // Producer returns a copy of the entry of id.
@@ -307,10 +322,11 @@ func (s *ProducerState) Apply(batches []Batch) []CompletedTxn {
 		ai := appendInfo{entry: e, initialEpoch: e.Epoch}
 		hadTxn := e.TxnFirstOffset
 		c, _ := ai.append(b, OriginReplication, 0)
-		s.producers[b.ProducerID] = e
-		if hadTxn < 0 && e.TxnFirstOffset >= 0 {
-			s.ongoing[e.TxnFirstOffset] = b.ProducerID
+		opened := int64(-1)
+		if hadTxn < 0 {
+			opened = e.TxnFirstOffset
 		}
+		s.put(e, opened)
 		if c != nil {
 			delete(s.ongoing, c.FirstOffset)
 			c.LastStableOffset = c.LastOffset + 1

@@ -110,10 +110,7 @@ func RestoreProducerState(data []byte, nowMs, expirationMs int64) (*ProducerStat
 		if expirationMs > 0 && expired(e, nowMs, expirationMs) {
 			continue
 		}
-		s.producers[e.ProducerID] = e
-		if e.TxnFirstOffset >= 0 {
-			s.ongoing[e.TxnFirstOffset] = e.ProducerID
-		}
+		s.put(e, e.TxnFirstOffset)
 	}
 	return s, nil
 }
