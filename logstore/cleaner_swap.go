@@ -282,11 +282,11 @@ func newCleanedSegment(fsys FS, dir string, base int64, cfg Config) (*segment, e
 	name := filepath.Join(dir, segmentName(base))
 	s := &segment{base: base, dir: dir, fsys: fsys, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
 		rollTimestamp: -1, created: time.Now(), lastModified: time.Now()}
-	s.index = newOffsetIndex(name, base, cfg.SegmentIndexBytes)
+	s.index = newOffsetIndex(dir, base, cfg.SegmentIndexBytes)
 	s.index.file.suffix = indexSuffix + cleanedSuffix
-	s.timeIndex = newTimeIndex(name, base, cfg.SegmentIndexBytes)
+	s.timeIndex = newTimeIndex(dir, base, cfg.SegmentIndexBytes)
 	s.timeIndex.file.suffix = timeIndexSuffix + cleanedSuffix
-	s.txnIndex = &txnIndex{fsys: fsys, file: indexFile{stem: name, suffix: txnIndexSuffix + cleanedSuffix, entrySize: txnIndexEntrySize}}
+	s.txnIndex = &txnIndex{fsys: fsys, file: indexFile{dir: dir, base: base, suffix: txnIndexSuffix + cleanedSuffix, entrySize: txnIndexEntrySize}}
 	var err error
 	if s.log, err = fsys.OpenFile(name+logSuffix+cleanedSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 		return nil, err

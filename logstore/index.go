@@ -34,10 +34,9 @@ type offsetIndexEntry struct {
 	position  int32
 }
 
-// newOffsetIndex is the offset index of the segment whose files are
-// stem+suffix.
-func newOffsetIndex(stem string, base int64, maxBytes int32) *offsetIndex {
-	return &offsetIndex{file: indexFile{stem: stem, suffix: indexSuffix, entrySize: offsetIndexEntrySize}, base: base,
+// newOffsetIndex is the offset index of the segment at base in dir.
+func newOffsetIndex(dir string, base int64, maxBytes int32) *offsetIndex {
+	return &offsetIndex{file: indexFile{dir: dir, base: base, suffix: indexSuffix, entrySize: offsetIndexEntrySize}, base: base,
 		maxEntries: maxIndexEntries(maxBytes, offsetIndexEntrySize)}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // indexFile is the on-disk copy of one of a segment's index files (.index,
@@ -24,11 +25,14 @@ import (
 // Concurrency: the fields are written with the Log's appendMu held (or by
 // the sole owner of the segment while a log is opened).
 type indexFile struct {
-	// The file's name is stem+suffix: the segment's path without a
-	// suffix (one string shared by its three index files) and the
-	// suffix, a constant, so a segment holds one path string, not three.
-	stem, suffix string
-	entrySize    int64
+	// The file's name is <dir>/<20-digit base><suffix>, built when the
+	// file is opened: dir is the log's own path string and suffix a
+	// constant, so a segment holds no path string of its own (a node
+	// holds a segment for each of its replicas).
+	dir       string
+	base      int64
+	suffix    string
+	entrySize int64
 	// written is the number of leading entries the file holds: it holds
 	// exactly those, once load, reset or persist has run.
 	written int
@@ -37,7 +41,7 @@ type indexFile struct {
 }
 
 // name is the file's path.
-func (f *indexFile) name() string { return f.stem + f.suffix }
+func (f *indexFile) name() string { return filepath.Join(f.dir, segmentName(f.base)) + f.suffix }
 
 // readAll reads the whole file, creating it empty if it does not exist.
 func (f *indexFile) readAll(fsys FS) ([]byte, error) {

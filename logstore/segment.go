@@ -62,14 +62,13 @@ func (s *segment) path(suffix string) string {
 func openSegment(fsys FS, dir string, base int64, cfg Config, now time.Time) (*segment, error) {
 	s := &segment{base: base, dir: dir, fsys: fsys, nextOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: -1,
 		rollTimestamp: -1, created: now, lastModified: now}
-	stem := filepath.Join(dir, segmentName(base)) // shared by the index files
-	s.index = newOffsetIndex(stem, base, cfg.SegmentIndexBytes)
-	s.timeIndex = newTimeIndex(stem, base, cfg.SegmentIndexBytes)
+	s.index = newOffsetIndex(dir, base, cfg.SegmentIndexBytes)
+	s.timeIndex = newTimeIndex(dir, base, cfg.SegmentIndexBytes)
 	var err error
-	if s.log, err = fsys.OpenFile(stem+logSuffix, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+	if s.log, err = fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
 		return nil, err
 	}
-	if s.txnIndex, err = openTxnIndex(fsys, stem); err != nil {
+	if s.txnIndex, err = openTxnIndex(fsys, dir, base); err != nil {
 		s.log.Close()
 		return nil, err
 	}

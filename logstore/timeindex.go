@@ -28,8 +28,8 @@ type timeIndexEntry struct {
 	relOffset int32
 }
 
-func newTimeIndex(stem string, base int64, maxBytes int32) *timeIndex {
-	return &timeIndex{file: indexFile{stem: stem, suffix: timeIndexSuffix, entrySize: timeIndexEntrySize}, base: base,
+func newTimeIndex(dir string, base int64, maxBytes int32) *timeIndex {
+	return &timeIndex{file: indexFile{dir: dir, base: base, suffix: timeIndexSuffix, entrySize: timeIndexEntrySize}, base: base,
 		maxEntries: maxIndexEntries(maxBytes, timeIndexEntrySize)}
 }
 

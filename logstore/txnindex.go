@@ -48,8 +48,8 @@ type txnIndex struct {
 // openTxnIndex loads the segment's .txnindex if it exists. A torn last
 // entry (a crash mid-write) or an entry of an unknown version ends the
 // file: it is truncated there. The file is closed again before returning.
-func openTxnIndex(fsys FS, stem string) (*txnIndex, error) {
-	x := &txnIndex{fsys: fsys, file: indexFile{stem: stem, suffix: txnIndexSuffix, entrySize: txnIndexEntrySize}}
+func openTxnIndex(fsys FS, dir string, base int64) (*txnIndex, error) {
+	x := &txnIndex{fsys: fsys, file: indexFile{dir: dir, base: base, suffix: txnIndexSuffix, entrySize: txnIndexEntrySize}}
 	f, err := fsys.OpenFile(x.file.name(), os.O_RDWR, 0o644)
 	if err != nil {
 		if isNotExist(err) {
