@@ -106,11 +106,12 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) (kmsg.Res
 	}
 	for {
 		resp, bytes, now, watches := b.fetchOnce(req, replicaID, plan, budget, auth, tally, sf)
-		if req.MaxWaitMillis <= 0 || bytes >= minBytes || now || len(watches) == 0 {
+		session := sf.sessionWait() // idle partitions skipped (fetch_session_idle.go)
+		if req.MaxWaitMillis <= 0 || bytes >= minBytes || now || (len(watches) == 0 && session == nil) {
 			return answer(resp, bytes), nil
 		}
 		end := requestWait(ctx) // not request time (request_quota.go)
-		changed := waitFetch(ctx, deadline, watches)
+		changed := waitFetch(ctx, deadline, watches, session)
 		end()
 		if !changed {
 			resp, bytes, _, _ = b.fetchOnce(req, replicaID, plan, budget, auth, tally, sf)
@@ -337,6 +338,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 	total := 0
 	hasErr, capped := false, false
 	var watches []*partitionWatch
+	// A follower's session skips the partitions with nothing new
+	// (fetch_session_idle.go).
+	fastPath := replicaID >= 0 && sf.incremental()
+	var nowNanos int64
+	if fastPath {
+		nowNanos = b.now().UnixNano()
+	}
 	for _, ft := range plan {
 		rt := ft.topic
 		st := kmsg.NewFetchResponseTopic()
@@ -344,6 +352,14 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 		topic := lookupTopic(img, byID, rt.Topic, rt.TopicID)
 		denied := auth.denied(rt, topic, byID)
 		for i, rp := range ft.partitions {
+			var cached *sessionPartition
+			if ft.cached != nil {
+				cached = ft.cached[i]
+			}
+			if fastPath && !denied && topic != nil && cached != nil && sf.skipIdle(cached, nowNanos) {
+				tally.add(topic.Name, 0, 0)
+				continue
+			}
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			// Kafka sends empty, not null, record bytes; librdkafka
@@ -355,7 +371,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 			} else {
 				var changed *partitionWatch
 				var err error
-				changed, n, err = b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0, &capped)
+				var idle idleRead
+				changed, n, err = b.fetchPartition(spliced, topic, byID, req, replicaID, rp, &sp, budget-total, total == 0, &capped, &idle)
+				if fastPath {
+					sf.noteIdle(cached, &idle, &sp, n)
+				}
 				if err != nil {
 					hasErr = true
 					sp.ErrorCode = errorCode(err)
@@ -376,10 +396,6 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 					tally.add(topic.Name, n, sp.ErrorCode)
 				}
 				total += n
-			}
-			var cached *sessionPartition
-			if ft.cached != nil {
-				cached = ft.cached[i]
 			}
 			if sf.keep(rt, rp, cached, &sp, n) {
 				st.Partitions = append(st.Partitions, sp)
@@ -402,7 +418,11 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, replicaID int32, plan []fetch
 // would have allowed. Record bytes of spliceMinBytes or
 // more are not read: sp carries a placeholder of resp's for the segment
 // file range, and the connection sends it with sendfile.
-func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool, capped *bool) (*partitionWatch, int, error) {
+//
+// For a follower caught up at the log end offset, idle gets the partition,
+// its gen as of before the read and the follower's state, for the fetch
+// session's fast path (fetch_session_idle.go).
+func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controller.Topic, byID bool, req *kmsg.FetchRequest, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget int, first bool, capped *bool, idle *idleRead) (*partitionWatch, int, error) {
 	if topic == nil {
 		if byID {
 			return nil, 0, kerr.UnknownTopicID
@@ -427,6 +447,7 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		}
 		return nil, 0, kerr.NotLeaderForPartition
 	}
+	gen := p.gen.Load()
 	changed := p.watchFetch(replicaID)
 	if replicaID < 0 {
 		// A follower's are read after its progress is recorded, below.
@@ -460,8 +481,12 @@ func (b *Broker) fetchPartition(resp *protocol.SplicedResponse, topic *controlle
 		if req.Version >= 15 {
 			brokerEpoch = req.ReplicaState.Epoch
 		}
-		if _, expand := p.recordFollowerFetch(b.cfg.NodeID, replicaID, brokerEpoch, rp.FetchOffset, b.now()); expand {
+		f, caughtUp, _, expand := p.recordFollowerFetchState(b.cfg.NodeID, replicaID, brokerEpoch, rp.FetchOffset, b.now())
+		if expand {
 			b.kickISR()
+		}
+		if caughtUp && f != nil {
+			idle.p, idle.gen, idle.follower = p, gen, f
 		}
 		// The follower's progress may have moved the high watermark.
 		fillFetchOffsets(p, sp)

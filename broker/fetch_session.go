@@ -107,6 +107,12 @@ type fetchSession struct {
 	order []*sessionPartition
 	// plan is order as fetchOnce reads it, nil when order changed.
 	plan []fetchTopic
+	// waiter, for a follower's session, is registered with the
+	// partitions it last read idle and stays registered for the
+	// session's life (marked done when it ends): one wake-up for the
+	// whole session, where a fetch would otherwise register with every
+	// partition each round (fetch_wait.go).
+	waiter *fetchWaiter
 }
 
 // sessionKey names a partition in a session: by topic id in a session
@@ -127,6 +133,24 @@ type sessionPartition struct {
 	highWatermark, lastStable, logStart int64
 	gone                                bool // forgotten; dropped from order on the next plan
 	fetched                             bool // returned records in the answer being settled
+	// idle is what a follower's session knows of a partition whose last
+	// read found nothing new (the follower at the log end offset, no
+	// error): nil otherwise. While the partition's gen is the one read
+	// then and the follower was told what that read answered, the next
+	// fetches skip it (01_fetch.go).
+	idle *idleRead
+	// waitingOn is the partition the session's waiter is registered
+	// with for this partition, nil if none.
+	waitingOn *partition
+}
+
+// idleRead is one read of a partition that found nothing new for a
+// follower.
+type idleRead struct {
+	p                                   *partition
+	gen                                 uint64
+	follower                            *followerState
+	highWatermark, lastStable, logStart int64
 }
 
 func (c *fetchSessionCache) initLocked(slots int) {
@@ -158,6 +182,9 @@ func (c *fetchSessionCache) removeLocked(s *fetchSession) {
 	if c.sessions[s.id] == s {
 		delete(c.sessions, s.id)
 		c.partitions -= s.size
+		if s.waiter != nil {
+			s.waiter.done.Store(true)
+		}
 	}
 }
 
@@ -286,6 +313,7 @@ func (s *fetchSession) update(req *kmsg.FetchRequest) {
 			k := keyOf(s.topicIDs, rt.Topic, rt.TopicID, rp.Partition)
 			if sp := s.parts[k]; sp != nil {
 				sp.req = *rp
+				sp.idle = nil
 				continue
 			}
 			tk := k

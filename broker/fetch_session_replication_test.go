@@ -105,3 +105,71 @@ func TestFetchSessionFollowers(t *testing.T) {
 	caughtUp(3)
 	followerSessions(2, 3)
 }
+
+// An idle follower, whose session's fetches skip every partition, stays in
+// the ISRs past replica.lag.time.max.ms (1 s in sluicetest clusters); once
+// it stops fetching it leaves them.
+func TestFetchSessionIdleFollowerISR(t *testing.T) {
+	const (
+		topic      = "idle-follower-isr"
+		partitions = 6
+	)
+	c := sluicetest.StartCluster(t, 3)
+	cl := clusterClient(c, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, 3, nil, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	isrs := func(what string, want func(isr []int32) error) {
+		t.Helper()
+		sluicetest.WaitFor(t, 30*time.Second, func() error {
+			md, err := adm.Metadata(ctx, topic)
+			if err != nil {
+				return err
+			}
+			ps := md.Topics[topic].Partitions
+			if len(ps) != partitions {
+				return fmt.Errorf("%s: %d partitions", what, len(ps))
+			}
+			for _, p := range ps {
+				if err := want(p.ISR); err != nil {
+					return fmt.Errorf("%s: partition %d: %w", what, p.Partition, err)
+				}
+			}
+			return nil
+		})
+	}
+	full := func(isr []int32) error {
+		if len(isr) != 3 {
+			return fmt.Errorf("ISR %v", isr)
+		}
+		return nil
+	}
+	isrs("created", full)
+	if err := produceToEach(cl, topic, partitions, "a"); err != nil {
+		t.Fatal(err)
+	}
+	isrs("written", full)
+	time.Sleep(3 * time.Second)
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics[topic].Partitions {
+		if len(p.ISR) != 3 {
+			t.Fatalf("idle 3 s: partition %d ISR %v, want all three replicas", p.Partition, p.ISR)
+		}
+	}
+	c.Stop(3)
+	isrs("node 3 stopped", func(isr []int32) error {
+		for _, id := range isr {
+			if id == 3 {
+				return fmt.Errorf("ISR %v still holds node 3", isr)
+			}
+		}
+		return nil
+	})
+}

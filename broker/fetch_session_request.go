@@ -48,6 +48,9 @@ type sessionFetch struct {
 	privileged, topicIDs bool
 	// sent is what the current round's answer carries.
 	sent []sentPartition
+	// skipped counts the idle partitions the current round skipped
+	// (fetch_session_idle.go).
+	skipped int
 }
 
 // sentPartition is one partition of an answer, what it told the client.
@@ -114,6 +117,8 @@ func (sf *sessionFetch) plan(req *kmsg.FetchRequest) []fetchTopic {
 func (sf *sessionFetch) startRound() {
 	if sf != nil {
 		sf.sent = sf.sent[:0]
+		sf.skipped = 0
+		sf.drainWait()
 	}
 }
 
@@ -174,6 +179,9 @@ func (sf *sessionFetch) settle(resp *protocol.SplicedResponse, delivered bool, o
 		return
 	}
 	s := &fetchSession{privileged: sf.privileged, topicIDs: sf.topicIDs, parts: make(map[sessionKey]*sessionPartition, len(sf.sent))}
+	if s.privileged {
+		s.waiter = &fetchWaiter{ch: make(chan struct{}, 1)}
+	}
 	s.order = make([]*sessionPartition, 0, len(sf.sent))
 	topics := map[*kmsg.FetchRequestTopic]*kmsg.FetchRequestTopic{}
 	for i := range sf.sent {

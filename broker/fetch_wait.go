@@ -111,9 +111,10 @@ func (p *partition) addFetchWaiter(w *fetchWaiter, pw *partitionWatch) bool {
 	return true
 }
 
-// waitFetch blocks until one of the watched partitions changes (true), or
-// the deadline passes or ctx ends (false).
-func waitFetch(ctx context.Context, deadline <-chan time.Time, watches []*partitionWatch) bool {
+// waitFetch blocks until one of the watched partitions changes or session
+// (a fetch session's own waiter, fetch_session_idle.go; may be nil) is
+// signalled (true), or the deadline passes or ctx ends (false).
+func waitFetch(ctx context.Context, deadline <-chan time.Time, watches []*partitionWatch, session <-chan struct{}) bool {
 	w := &fetchWaiter{ch: make(chan struct{}, 1)}
 	defer w.done.Store(true)
 	for _, pw := range watches {
@@ -123,6 +124,8 @@ func waitFetch(ctx context.Context, deadline <-chan time.Time, watches []*partit
 	}
 	select {
 	case <-w.ch:
+		return true
+	case <-session:
 		return true
 	case <-deadline:
 	case <-ctx.Done():

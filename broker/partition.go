@@ -79,6 +79,11 @@ type partition struct {
 	alterSeq    uint64
 
 	hw atomic.Int64
+	// gen counts the wake-ups of waiters and appended: it moves whenever
+	// anything a fetch answer says of the partition may have changed, so
+	// a follower's fetch session skips a partition whose gen is the one it
+	// last read it at (01_fetch.go).
+	gen atomic.Uint64
 }
 
 func newPartition(tp logstore.TopicPartition, topicID [16]byte, log *logstore.Log) *partition {
@@ -198,6 +203,7 @@ func (p *partition) wake() {
 
 // wakeLocked wakes waiters. Lock should be held.
 func (p *partition) wakeLocked() {
+	p.gen.Add(1)
 	close(p.waiters)
 	p.waiters = make(chan struct{})
 	p.hwWaiters = signalWaiters(p.hwWaiters)
@@ -205,6 +211,7 @@ func (p *partition) wakeLocked() {
 
 // wakeAppendedLocked wakes follower fetches. Lock should be held.
 func (p *partition) wakeAppendedLocked() {
+	p.gen.Add(1)
 	close(p.appended)
 	p.appended = make(chan struct{})
 	p.appendWaiters = signalWaiters(p.appendWaiters)

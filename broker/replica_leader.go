@@ -10,6 +10,7 @@ package broker
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,6 +40,31 @@ type followerState struct {
 	// (-1 before v15); a follower whose epoch is not the registered one is
 	// a stale process and is not added to the ISR (KIP-903).
 	brokerEpoch int64
+	// idleFetch is the time (Unix nanoseconds) of the latest fetch the
+	// leader answered from its fetch session's fast path (01_fetch.go):
+	// the follower asked at the log end offset it was known to hold, and
+	// nothing had changed since. It is written without the partition's
+	// lock and folded into lastFetch and lastCaughtUp when they are read
+	// (foldIdleLocked), so an idle caught-up follower stays caught up
+	// without the leader touching every partition's lock each round.
+	idleFetch atomic.Int64
+}
+
+// foldIdleLocked applies the fast path's latest fetch time: such a fetch
+// was at the leader's log end offset, which has not moved since
+// (lastFetchLeaderEnd), so the follower was caught up then. Lock should be
+// held.
+func (f *followerState) foldIdleLocked() {
+	t := f.idleFetch.Load()
+	if t == 0 {
+		return
+	}
+	if at := time.Unix(0, t); at.After(f.lastFetch) {
+		f.lastFetch = at
+		if at.After(f.lastCaughtUp) {
+			f.lastCaughtUp = at
+		}
+	}
 }
 
 // becomeLeaderLocked resets follower tracking when this node becomes leader
@@ -137,23 +163,32 @@ func (p *partition) setHighWatermarkMinISR(self int32, n int) {
 // qualifies to join the ISR, so the caller can wake the ISR goroutine
 // instead of waiting for its next tick.
 func (p *partition) recordFollowerFetch(self, id int32, brokerEpoch int64, fetchOffset int64, now time.Time) (known, expand bool) {
+	_, _, known, expand = p.recordFollowerFetchState(self, id, brokerEpoch, fetchOffset, now)
+	return known, expand
+}
+
+// recordFollowerFetchState is recordFollowerFetch that also returns the
+// follower's state and whether the fetch was at the log end offset, for
+// the fetch session's fast path (01_fetch.go).
+func (p *partition) recordFollowerFetchState(self, id int32, brokerEpoch int64, fetchOffset int64, now time.Time) (f *followerState, caughtUp, known, expand bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.leader != self || !slices.Contains(p.replicas, id) || id == self {
-		return false, false
+		return nil, false, false, false
 	}
-	f := p.followers[id]
+	f = p.followers[id]
 	if f == nil {
 		// update and alterDone keep the tracking in step with the
 		// replicas; this only covers a replica tracked nowhere yet.
 		p.syncFollowersLocked(self, now)
 		f = p.followers[id]
 	}
+	f.foldIdleLocked()
 	leo := p.log.LogEndOffset()
 	if fetchOffset > leo {
 		// Diverged or out of range: answered without records, and not
 		// evidence of anything.
-		return true, false
+		return f, false, true, false
 	}
 	switch {
 	case fetchOffset >= leo:
@@ -167,7 +202,7 @@ func (p *partition) recordFollowerFetch(self, id int32, brokerEpoch int64, fetch
 	f.brokerEpoch = brokerEpoch
 	p.advanceHighWatermarkLocked(self)
 	expand = !slices.Contains(p.isr, id) && p.canJoinLocked(f)
-	return true, expand
+	return f, fetchOffset == leo, true, expand
 }
 
 // canJoinLocked reports whether a follower has caught up enough to join the
@@ -188,6 +223,9 @@ func (p *partition) proposeISRLocked(self int32, img *controller.Image, now time
 	}
 	next := make([]int32, 0, len(p.replicas))
 	changed := false
+	for _, f := range p.followers {
+		f.foldIdleLocked()
+	}
 	for _, id := range p.isr {
 		if id != self {
 			if f := p.followers[id]; f == nil || now.Sub(f.lastCaughtUp) > lagMax {
