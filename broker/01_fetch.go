@@ -53,10 +53,12 @@ package broker
 // max.incremental.fetch.session.cache.slots; an incremental one names only
 // the partitions whose parameters changed and ForgottenTopics, and is
 // answered with only the session's partitions that have something new
-// (fetch_session.go, fetch_session_request.go). An idle partition costs an
-// incremental fetch no log read beyond the check that the fetch offset is
-// at the high watermark (a consumer) or log end (a follower), and no bytes
-// on the wire; the request waits in the long poll below like any other.
+// (fetch_session.go, fetch_session_request.go). An idle partition costs a
+// consumer's incremental fetch no log read beyond the check that the fetch
+// offset is at the high watermark, and no bytes on the wire; a follower's
+// incremental fetch skips it altogether while nothing changed since it was
+// last read idle, and waits on its session's one waiter for it
+// (fetch_session_idle.go).
 
 import (
 	"context"
