@@ -17,7 +17,7 @@ package broker
 // "Duplicate topic name.", and is not created, as KRaft's ControllerApis
 // answers it. A request for more than 10,000 partitions in all fails as a
 // whole with POLICY_VIOLATION, and a topic whose replicas would take a
-// broker past max.broker.partitions or its open-file limit fails with
+// broker past max.broker.partitions fails with
 // POLICY_VIOLATION (controller/partition_limits.go); the duplicates of a
 // request failed as a whole get its error too, as in Kafka, where the
 // controller's exception becomes every topic's answer.

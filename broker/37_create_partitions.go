@@ -10,7 +10,7 @@ package broker
 // partitions in one request is POLICY_VIOLATION for every topic, as
 // CreateTopics answers it (Kafka bounds this API only by the 10,000 records
 // of one controller operation), and a topic whose new replicas would take a
-// broker past max.broker.partitions or its open-file limit is
+// broker past max.broker.partitions is
 // POLICY_VIOLATION (controller/partition_limits.go). validateOnly checks
 // without changing anything. The partitions added are charged to the
 // client's controller_mutation_rate (KIP-599, mutation_quota.go): strict

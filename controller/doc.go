@@ -137,8 +137,8 @@
 //   - One CreateTopics or CreatePartitions may create at most 10,000
 //     partitions (KRaft's MAX_PARTITIONS_PER_BATCH, which Kafka applies to
 //     CreateTopics only), and no broker is given more partition replicas
-//     than Config.BrokerPartitions (KIP-578's max.broker.partitions, or
-//     the open-file limit); partition_limits.go.
+//     than Config.BrokerPartitions (KIP-578's max.broker.partitions;
+//     the open-file limit no longer bounds it); partition_limits.go.
 //   - __cluster_metadata cannot be created: its partition directory is
 //     where the raft log lives.
 //   - Eligible leader replicas (KIP-966, elr.go) follow Kafka 4.4's
