@@ -173,6 +173,25 @@ func TestPercentile(t *testing.T) {
 // systems: one SASL_SSL listener for clients and replication, TLS from
 // the certificates it wrote, SCRAM-SHA-512 with the brokers' login, and
 // Kafka's users added at format time.
+// TestSystemsOrderForLatency: sluice before Kafka would run workload 2 at
+// two different rates (a full run at 299cee9 did: sluice at half of its
+// own rate, p99 781 ms, Kafka at half of Kafka's).
+func TestSystemsOrderForLatency(t *testing.T) {
+	if _, err := parseFlags([]string{"-systems", "sluice,kafka"}); err == nil {
+		t.Error("-systems sluice,kafka with workload 2 and no -rate: accepted")
+	}
+	for _, args := range [][]string{
+		{"-systems", "kafka,sluice"},
+		{"-systems", "sluice,kafka", "-rate", "1000"},
+		{"-systems", "sluice,kafka", "-workloads", "produce,consume"},
+		{"-systems", "sluice"},
+	} {
+		if _, err := parseFlags(args); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
 func TestSecurityFlag(t *testing.T) {
 	cfg, err := parseFlags([]string{"-security", "plaintext, SASL_SSL,plaintext"})
 	if err != nil {

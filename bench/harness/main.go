@@ -141,6 +141,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -309,6 +310,13 @@ func parseFlags(args []string) (*config, error) {
 		default:
 			return nil, fmt.Errorf("-workloads: unknown workload %q (want %s)", w, strings.Join(workloadNames, ", "))
 		}
+	}
+	// Workload 2's default rate is half of Kafka's workload 1 rate in this
+	// run: with sluice first, sluice would run it at half of its own rate
+	// and Kafka at half of Kafka's, two loads the table would compare as one.
+	if cfg.rate == 0 && cfg.workloads["latency"] && slices.Index(cfg.systems, "sluice") >= 0 &&
+		slices.Index(cfg.systems, "sluice") < slices.Index(cfg.systems, "kafka") {
+		return nil, errors.New("-systems sluice,kafka: workload 2 runs at half of Kafka's workload 1 rate, measured first; run kafka first, or give -rate")
 	}
 	return cfg, nil
 }
