@@ -62,23 +62,9 @@ func BenchmarkClusterPartitionMemory(b *testing.B) {
 			}
 		}
 		sluicetest.WaitFor(b, 10*time.Minute, func() error {
-			req := kmsg.NewPtrMetadataRequest()
-			for _, name := range topics {
-				rt := kmsg.NewMetadataRequestTopic()
-				rt.Topic = kmsg.StringPtr(name)
-				req.Topics = append(req.Topics, rt)
-			}
-			md, err := req.RequestWith(ctx, cl)
+			full, _, err := countFullISRs(ctx, cl, topics, nodes)
 			if err != nil {
 				return err
-			}
-			full := 0
-			for _, td := range md.Topics {
-				for _, p := range td.Partitions {
-					if p.ErrorCode == 0 && len(p.ISR) == nodes {
-						full++
-					}
-				}
 			}
 			if full != n {
 				return fmt.Errorf("%d of %d ISRs full", full, n)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedev/sluice/sluicetest"
 )
@@ -50,29 +48,7 @@ func TestRestartToFullISRsTimed(t *testing.T) {
 	full := func() (int, int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req := kmsg.NewPtrMetadataRequest()
-		for _, name := range topics {
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(name)
-			req.Topics = append(req.Topics, rt)
-		}
-		md, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return 0, 0, err
-		}
-		all, got := 0, 0
-		for _, td := range md.Topics {
-			if err := kerr.ErrorForCode(td.ErrorCode); err != nil {
-				return 0, 0, err
-			}
-			for _, p := range td.Partitions {
-				all++
-				if p.ErrorCode == 0 && len(p.ISR) == 3 {
-					got++
-				}
-			}
-		}
-		return got, all, nil
+		return countFullISRs(ctx, cl, topics, 3)
 	}
 	waitFull := func(what string, since time.Time) {
 		t.Helper()
