@@ -226,15 +226,22 @@ func TestMetricsThrottleTime(t *testing.T) {
 	if after, held := hook.count(); after+held == 0 {
 		t.Fatal("the producer was never throttled")
 	}
-	m, err := scrape(node.Broker.MetricsAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := m[`kafka_network_requestmetrics_throttletimems_sum{request="Produce"}`]
-	count := m[`kafka_network_requestmetrics_throttletimems_count{request="Produce"}`]
-	if sum <= 0 || count < 6 {
-		t.Fatalf("throttletimems of Produce: sum %v over %v requests, want > 0 over at least 6", sum, count)
-	}
+	// A request's times are observed once its answer is written, which
+	// the client may see before the broker records the last one: poll.
+	var m map[string]float64
+	var sum, count float64
+	sluicetest.WaitFor(t, 10*time.Second, func() error {
+		var err error
+		if m, err = scrape(node.Broker.MetricsAddr()); err != nil {
+			return err
+		}
+		sum = m[`kafka_network_requestmetrics_throttletimems_sum{request="Produce"}`]
+		count = m[`kafka_network_requestmetrics_throttletimems_count{request="Produce"}`]
+		if sum <= 0 || count < 6 {
+			return fmt.Errorf("throttletimems of Produce: sum %v over %v requests, want > 0 over at least 6", sum, count)
+		}
+		return nil
+	})
 	t.Logf("throttletimems{request=Produce}: sum %vms over %v requests, p99 %v", sum, count,
 		m[`kafka_network_requestmetrics_throttletimems{quantile="0.99",request="Produce"}`])
 }

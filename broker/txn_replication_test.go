@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,7 +23,19 @@ func TestReplicationProducerStateFailover(t *testing.T) {
 	leader := pinnedV1(t, c, int(before.leader))
 	id := knownTopic(t, leader, "pstate").TopicID
 
-	if off, code := rawProduce(t, leader, "pstate", id, recordBatch(9300, 0, 0, true, "t1", "t2")); code != 0 || off != 0 {
+	// The leader answers NOT_LEADER_OR_FOLLOWER until its log opener has
+	// installed the replica (reconcile_open.go), as a client would find:
+	// the batch is sent again until the replica is there.
+	var off int64
+	var code int16
+	sluicetest.WaitFor(t, 20*time.Second, func() error {
+		off, code = rawProduce(t, leader, "pstate", id, recordBatch(9300, 0, 0, true, "t1", "t2"))
+		if code == kerr.NotLeaderForPartition.Code {
+			return kerr.NotLeaderForPartition
+		}
+		return nil
+	})
+	if code != 0 || off != 0 {
 		t.Fatalf("transactional batch: offset %d, %v", off, kerr.ErrorForCode(code))
 	}
 	idem := recordBatch(9400, 0, 0, false, "i1", "i2", "i3")
