@@ -280,9 +280,13 @@ func TestTxnV2CoordinatorDiesBetweenTransactions(t *testing.T) {
 	cl := c.Client(kgo.MetadataMinAge(50 * time.Millisecond))
 	createAssigned(t, cl, "v2fo", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
 	c.WaitForISR("v2fo", 0, 3)
+	// A new topic's ISR is full from its creation, so WaitForISR can pass
+	// on the controller's answer before the other nodes apply the topic:
+	// wait until every node knows it before reading its ID from any.
+	c.WaitForTopic("v2fo")
 	meta, err := topicMetadata(cl, "v2fo")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || meta.ErrorCode != 0 {
+		t.Fatalf("metadata for v2fo: %v %v", err, kerr.ErrorForCode(meta.ErrorCode))
 	}
 	topicID := meta.TopicID
 	const id = "v2-failover"
