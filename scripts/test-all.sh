@@ -11,7 +11,9 @@
 # kcat, Kafka's Java tools and other clients against a freshly built
 # ./cmd/sluice), and a -quick run of the performance harness
 # (bench/harness) against sluice and Kafka. Every step runs even after one
-# fails; the exit status is non-zero if any failed.
+# fails; the exit status is non-zero if any failed, and the summary at the
+# end then lists go test's FAIL lines from every step (the whole output is
+# kept in /tmp/sluice-test-all.*.log).
 #
 # Environment:
 #   SLUICE_RACE=1        run `go test ./...` with -race (off by default: the
@@ -33,6 +35,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 steps=()    # "name|status|seconds"
 failed=0
+
+# Everything this script prints is also kept in a file, so that the
+# summary at the end can name the tests that failed: a CI log shown cut
+# to its first and last lines otherwise hides which compat row or test
+# of a long step failed.
+tee_pid=
+if all_log=$(mktemp /tmp/sluice-test-all.XXXXXX.log); then
+	exec > >(tee "$all_log") 2>&1
+	tee_pid=$!
+fi
 
 # step NAME CMD... runs one step and records its outcome and duration.
 step() {
@@ -307,4 +319,15 @@ for s in "${steps[@]}"; do
 done
 printf '  %-8s      %5ds\n' total "$total"
 echo "steps: $((${#steps[@]} - failed)) passed, ${failed} failed"
+if [ "$failed" != 0 ] && [ -n "${all_log:-}" ]; then
+	sleep 1 # what tee has not written yet
+	fails=$(grep -E -e '--- FAIL: ' -e $'^FAIL\t' "$all_log" | sed 's/^ *//' | awk '!seen[$0]++' | head -40)
+	echo "failing tests (go test's FAIL lines, from $all_log):"
+	[ -n "$fails" ] && sed 's/^/  /' <<<"$fails"
+fi
+# Let tee write the last lines before the script's exit status is seen.
+if [ -n "$tee_pid" ]; then
+	exec >&- 2>&-
+	wait "$tee_pid" 2>/dev/null
+fi
 [ "$failed" = 0 ]
