@@ -169,10 +169,6 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// TestSecurityFlag checks -security's parsing and what sasl_ssl gives both
-// systems: one SASL_SSL listener for clients and replication, TLS from
-// the certificates it wrote, SCRAM-SHA-512 with the brokers' login, and
-// Kafka's users added at format time.
 // TestSystemsOrderForLatency: sluice before Kafka would run workload 2 at
 // two different rates (a full run at 299cee9 did: sluice at half of its
 // own rate, p99 781 ms, Kafka at half of Kafka's).
@@ -192,6 +188,10 @@ func TestSystemsOrderForLatency(t *testing.T) {
 	}
 }
 
+// TestSecurityFlag checks -security's parsing and what sasl_ssl gives both
+// systems: one SASL_SSL listener for clients and replication, TLS from
+// the certificates it wrote, SCRAM-SHA-512 with the brokers' login, and
+// Kafka's users added at format time.
 func TestSecurityFlag(t *testing.T) {
 	cfg, err := parseFlags([]string{"-security", "plaintext, SASL_SSL,plaintext"})
 	if err != nil {
