@@ -151,7 +151,10 @@ type Options struct {
 }
 
 // New opens the log directory and the metadata log and starts serving. When
-// it returns without error the broker answers requests on Addr.
+// it returns without error the broker answers requests on Addr. ctx bounds
+// the whole start; joining the cluster (controller.Open) is also bounded by
+// initial.broker.registration.timeout.ms, counted from when the logs are
+// loaded.
 func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -244,7 +247,15 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	if raftListener != nil && isVoter(voters, cfg.NodeID) {
 		raftAddr = net.JoinHostPort(raftListener.Host, strconv.Itoa(int(raftListener.Port)))
 	}
-	ctrl, err := controller.Open(ctx, controller.Config{
+	// Joining is timed from here, once the logs are loaded, as Kafka
+	// times only the registration: a node with many partitions on a slow
+	// disk may take minutes to load them and must still be able to start.
+	joinTimeout := time.Duration(cfg.InitialBrokerRegistrationTimeoutMs) * time.Millisecond
+	if joinTimeout <= 0 {
+		joinTimeout = time.Minute
+	}
+	joinCtx, cancelJoin := context.WithTimeout(ctx, joinTimeout)
+	ctrl, err := controller.Open(joinCtx, controller.Config{
 		NodeID:                   cfg.NodeID,
 		Dir:                      filepath.Join(cfg.LogDirs[0], metadataDirName),
 		Host:                     host,
@@ -280,10 +291,15 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 		Heartbeats:        newHeartbeatClient(b.dialController, b.controllerAddr, cfg.NodeID, time.Duration(cfg.BrokerSessionTimeoutMs)*time.Millisecond),
 		OfflineReplicas:   func() controller.OfflineReport { return dir.offlineReport(b.metadata(), cfg.NodeID) },
 	})
+	cancelJoin()
 	if err != nil {
 		b.stopOpener()
 		dir.Close(nil)
 		closeListeners()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Errorf("broker: not registered with the cluster within initial.broker.registration.timeout.ms=%d (its logs were loaded first, untimed): %w",
+				cfg.InitialBrokerRegistrationTimeoutMs, err)
+		}
 		return nil, fmt.Errorf("broker: metadata: %w", err)
 	}
 	b.ctrl = ctrl

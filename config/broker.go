@@ -135,6 +135,7 @@ type Broker struct {
 	ControlledShutdownEnable            bool  // controlled.shutdown.enable
 	BrokerHeartbeatIntervalMs           int32 // broker.heartbeat.interval.ms
 	BrokerSessionTimeoutMs              int32 // broker.session.timeout.ms
+	InitialBrokerRegistrationTimeoutMs  int32 // initial.broker.registration.timeout.ms
 
 	OffsetsTopicReplicationFactor    int16    // offsets.topic.replication.factor
 	OffsetsTopicNumPartitions        int32    // offsets.topic.num.partitions
@@ -341,6 +342,7 @@ var bindings = []binding{
 	fieldFor("offsets.commit.timeout.ms", func(b *Broker) any { return &b.OffsetsCommitTimeoutMs }),
 	fieldFor("broker.heartbeat.interval.ms", func(b *Broker) any { return &b.BrokerHeartbeatIntervalMs }),
 	fieldFor("broker.session.timeout.ms", func(b *Broker) any { return &b.BrokerSessionTimeoutMs }),
+	fieldFor("initial.broker.registration.timeout.ms", func(b *Broker) any { return &b.InitialBrokerRegistrationTimeoutMs }),
 	fieldFor("offset.metadata.max.bytes", func(b *Broker) any { return &b.OffsetMetadataMaxBytes }),
 	fieldFor("group.min.session.timeout.ms", func(b *Broker) any { return &b.GroupMinSessionTimeoutMs }),
 	fieldFor("group.max.session.timeout.ms", func(b *Broker) any { return &b.GroupMaxSessionTimeoutMs }),

@@ -40,6 +40,7 @@ var brokerKeyList = []keyDef{
 	bk("broker.rack", TypeString, nil, ro, "Rack of this broker, used for rack-aware replica placement."),
 	bk("broker.heartbeat.interval.ms", TypeInt, v("500"), ro, "How often this broker heartbeats to the active controller (Kafka: 2000). sluice's default is 500 so a session of 3000 survives several lost heartbeats.", atLeast(1)),
 	bk("broker.session.timeout.ms", TypeInt, v("3000"), ro, "How long the active controller waits without a heartbeat before fencing a broker, and how long a broker that cannot reach the controller keeps leading for acks=all (Kafka: 9000). A killed broker is fenced at once when its heartbeat connection closes; this timeout only bounds silence, such as a network cut or a stalled process.", atLeast(1)),
+	bk("initial.broker.registration.timeout.ms", TypeInt, v("60000"), ro, "How long a starting broker waits to join the cluster once its logs are loaded: the metadata quorum started and caught up, this broker registered and unfenced by the active controller. When it runs out the broker exits with an error naming this key. Loading the log dirs before it is not timed: a broker with many partitions on a slow disk takes as long as its logs take.", atLeast(1)),
 	bk("metadata.log.dir", TypeString, nil, ro, "Directory for the raft metadata log. Empty: the first log dir.").later(0, "a raft log directory apart from the first log dir"),
 	bk("controlled.shutdown.enable", TypeBoolean, v("true"), ro, "Move leadership away from this broker before it shuts down."),
 

@@ -60,7 +60,6 @@ var kafkaOnlyKeys = []keyDef{
 	bk("controller.quorum.request.timeout.ms", TypeInt, v("2000"), ro, "KRaft metadata quorum or metadata log setting.", atLeast(0)).inert(whyKRaft),
 	bk("controller.quorum.retry.backoff.ms", TypeInt, v("20"), ro, "KRaft metadata quorum or metadata log setting.", atLeast(0)).inert(whyKRaft),
 	bk("controller.socket.timeout.ms", TypeInt, v("30000"), ro, "KRaft metadata quorum or metadata log setting.").inert(whyKRaft),
-	bk("initial.broker.registration.timeout.ms", TypeInt, v("60000"), ro, "KRaft metadata quorum or metadata log setting.").inert(whyKRaft),
 	bk("metadata.log.max.record.bytes.between.snapshots", TypeLong, v("20971520"), ro, "KRaft metadata quorum or metadata log setting.", atLeast(1)).inert(whyKRaft),
 	bk("metadata.log.max.snapshot.interval.ms", TypeLong, v("3600000"), ro, "KRaft metadata quorum or metadata log setting.", atLeast(0)).inert(whyKRaft),
 	bk("metadata.log.segment.bytes", TypeInt, v("1073741824"), ro, "KRaft metadata quorum or metadata log setting.", atLeast(8388608)).inert(whyKRaft),

@@ -105,9 +105,10 @@ func run(start time.Time, args []string) error {
 		logger.Info("joining the cluster; ready once the controller quorum has registered this node",
 			"node_id", cfg.NodeID, "voters", strings.Join(cfg.ControllerQuorumVoters, ","), "gossip_join", strings.Join(cfg.GossipJoin, ","))
 	}
-	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	b, err := broker.New(startCtx, cfg, broker.Options{Logger: logger})
-	cancel()
+	// No deadline on the whole start: loading the logs takes as long as
+	// they take; joining the cluster after it has its own timeout
+	// (initial.broker.registration.timeout.ms, broker.New).
+	b, err := broker.New(ctx, cfg, broker.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
