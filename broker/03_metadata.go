@@ -28,8 +28,10 @@ package broker
 // above the live brokers) is answered the same way and logged, as in Kafka
 // 4.x, where the refusal reaches only the broker's log; the next request
 // tries again. Unlike Kafka, sluice waits for the controller's decision
-// before answering, so the client's next request finds the topic committed
-// and applied on this broker rather than racing the creation.
+// before answering, and for this node's new replicas to be served (their
+// logs opened; replicaOpenWait at most), so the client's next request finds
+// the topic committed and applied on this broker, and a produce to a
+// partition it leads served, rather than racing the creation.
 //
 // With an authorizer (authorize_requests.go) a topic the principal may not
 // DESCRIBE is left out of an all-topics answer and answered
@@ -48,7 +50,9 @@ package broker
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -198,9 +202,19 @@ func (b *Broker) autoCreateTopics(ctx context.Context, r *protocol.Request, name
 	if len(create) == 0 {
 		return
 	}
+	var created []string
 	for _, res := range b.createTopics(ctx, create, false) {
 		failed(res.Name, res.Err)
+		if res.Err == nil {
+			created = append(created, res.Name)
+		}
 	}
+	// As CreateTopics does, the answer waits (a little) for this node's
+	// new replicas to be served: a client that produces right after this
+	// Metadata named this node the leader must not hear
+	// NOT_LEADER_OR_FOLLOWER because the log was still being opened
+	// (kafka-go's Conn, for one, does not retry it).
+	b.waitCreatedLogs(ctx, int32(replicaOpenWait/time.Millisecond), slices.Values(created))
 }
 
 // uniqueMetadataTopics returns the requested topics without repeats, in

@@ -146,3 +146,59 @@ func TestDeleteTopicWhileLogsOpen(t *testing.T) {
 		t.Fatalf("produce to the recreated topic: %v", err)
 	}
 }
+
+// TestProduceRightAfterAutoCreate: a client that asks for a missing topic
+// with auto-creation allowed, asks again once the first answer is in (as
+// every client does, kafka-go's Conn.DialLeader among them), and produces
+// at once to the partition this node leads must be served, not answered
+// NOT_LEADER_OR_FOLLOWER because the new log was still being opened: the
+// answer to the Metadata that created the topic waits for this node's new
+// replicas, as CreateTopics does. The log's open is held back 300 ms.
+func TestProduceRightAfterAutoCreate(t *testing.T) {
+	n := sluicetest.Start(t)
+	release := holdOpens(t, n, "auto")
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		release()
+	}()
+	cl := n.Client()
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var id [16]byte
+	for attempt := 0; ; attempt++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = true
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("auto")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mt := resp.Topics[0]; mt.ErrorCode == 0 && len(mt.Partitions) == 1 && mt.Partitions[0].ErrorCode == 0 {
+			id = mt.TopicID
+			break
+		}
+		if attempt == 1 {
+			t.Fatalf("the topic is not in the second Metadata answer: %+v", resp.Topics[0])
+		}
+	}
+
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = 1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = "auto", id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 0, keyedBatch(keyedRecord{key: []byte("k"), value: []byte("v")})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); err != nil {
+		t.Fatalf("produce right after the topic was auto-created: %v", err)
+	}
+}
