@@ -179,8 +179,11 @@ func (c *cluster) waitFormed(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return poll(ctx, timeout, 200*time.Millisecond, func() error {
+		// A node whose process has exited will not form: say so at once
+		// rather than after the whole budget (12 minutes of an
+		// acceptance run's workload 12 went that way).
 		if err := c.crashed(); err != nil {
-			return err
+			return permanent{err}
 		}
 		for _, n := range c.nodes {
 			if n.proc == nil {
