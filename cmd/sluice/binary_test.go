@@ -197,6 +197,31 @@ func (p *sluiceProc) tryReady() error {
 	return nil
 }
 
+// runToFailure runs the binary with args until it exits (waitTimeout at
+// most) and fails the test unless it exited non-zero without saying it was
+// ready; it returns the exit code and what the binary wrote to stderr.
+func runToFailure(t *testing.T, args ...string) (code int, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sluiceBin, args...)
+	cmd.Dir = t.TempDir()
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("sluice %v was still running after %s; stderr:\n%s", args, waitTimeout, errOut.String())
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() <= 0 {
+		t.Fatalf("sluice %v: want a non-zero exit, got %v; stdout %q stderr %q", args, err, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "sluice ready:") {
+		t.Errorf("stdout says ready although start-up failed: %q", out.String())
+	}
+	return exitErr.ExitCode(), errOut.String()
+}
+
 // pid is the process id.
 func (p *sluiceProc) pid() int { return p.cmd.Process.Pid }
 

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,28 +135,12 @@ func TestStartRegistrationTimeout(t *testing.T) {
 		"--override", "log.dirs=" + filepath.Join(t.TempDir(), "data"),
 		"--override", "initial.broker.registration.timeout.ms=1000",
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, sluiceBin, args...)
-	cmd.Dir = t.TempDir()
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("the node was still waiting to join after %s with initial.broker.registration.timeout.ms=1000; stderr:\n%s", waitTimeout, stderr.String())
-	}
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() <= 0 {
-		t.Fatalf("want a non-zero exit, got %v; stdout %q", err, stdout.String())
-	}
-	if strings.Contains(stdout.String(), "sluice ready:") {
-		t.Errorf("stdout says ready although no quorum formed: %q", stdout.String())
-	}
-	last := lastLine(stderr.String())
+	code, stderr := runToFailure(t, args...)
+	last := lastLine(stderr)
 	if !strings.Contains(last, "initial.broker.registration.timeout.ms=1000") {
 		t.Fatalf("the exit message does not name initial.broker.registration.timeout.ms: %q", last)
 	}
-	t.Logf("exit %d: %s", exitErr.ExitCode(), last)
+	t.Logf("exit %d: %s", code, last)
 	assertNothingListening(t, kafka)
 }
 

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,28 +45,15 @@ func TestStartupErrors(t *testing.T) {
 				"--override", "listeners=PLAINTEXT://" + addr,
 				"--override", "log.dirs=" + filepath.Join(t.TempDir(), "data"),
 			}, tc.args...) // later overrides win
-			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, sluiceBin, args...)
-			cmd.Dir = t.TempDir()
-			var stdout, stderr strings.Builder
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var exitErr *exec.ExitError
-			if !errors.As(err, &exitErr) || exitErr.ExitCode() <= 0 {
-				t.Fatalf("sluice %v: want a non-zero exit, got %v; stdout %q stderr %q", tc.args, err, stdout.String(), stderr.String())
-			}
-			if strings.Contains(stdout.String(), "sluice ready:") {
-				t.Errorf("stdout says ready although start-up failed: %q", stdout.String())
-			}
-			msg := strings.TrimSpace(stderr.String())
+			code, stderr := runToFailure(t, args...)
+			msg := strings.TrimSpace(stderr)
 			if lines := strings.Split(msg, "\n"); len(lines) != 1 {
 				t.Errorf("want one line of error, got %d:\n%s", len(lines), msg)
 			}
 			if !strings.Contains(msg, tc.key) {
 				t.Errorf("message does not name %q: %q", tc.key, msg)
 			}
-			t.Logf("exit %d: %s", exitErr.ExitCode(), msg)
+			t.Logf("exit %d: %s", code, msg)
 			assertNothingListening(t, addr)
 		})
 	}
