@@ -453,6 +453,17 @@ func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 // ClusterID is the id of the cluster this broker belongs to.
 func (b *Broker) ClusterID() string { return b.ctrl.ClusterID() }
 
+// ListedBrokers are the ids of the brokers this node's Metadata answers
+// list now (registered and unfenced in the metadata it has applied), in
+// order.
+func (b *Broker) ListedBrokers() []int32 {
+	var ids []int32
+	for _, br := range sortedBrokers(b.metadata()) {
+		ids = append(ids, br.ID)
+	}
+	return ids
+}
+
 // RecoveryStats reports how much of the log was scanned at start-up because
 // the previous stop was not clean.
 func (b *Broker) RecoveryStats() logstore.RecoveryStats { return b.dir.RecoveryStats() }

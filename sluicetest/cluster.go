@@ -144,7 +144,32 @@ func (c *Cluster) tryStart(dirs []string, overrides []string) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return c.waitFormed(clusterStartTimeout)
+}
+
+// waitFormed waits until every node's metadata lists every node as a
+// broker. Each node's broker.New returns once the controller has it
+// registered and unfenced; the other nodes apply that a moment later, and
+// until they do a client asking them cannot address it (kgo's Broker(id)
+// finds the id in the metadata of whichever node it asks).
+func (c *Cluster) waitFormed(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, n := range c.nodes {
+		for {
+			ids := n.Broker.ListedBrokers()
+			if len(ids) == len(c.nodes) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s lists brokers %v after %s, want all %d", n.name, ids, timeout, len(c.nodes))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // AddNode starts one more node in the running cluster, as an operator
