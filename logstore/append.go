@@ -171,12 +171,12 @@ func (l *Log) appendLocked(records []byte, spans []batchSpan, now time.Time) (ro
 			// recovered before more writes.
 			seg.size = pos + int64(len(records))
 			seg.nextOffset = last.nextOffset()
-			l.logEnd = seg.nextOffset
+			l.setLogEnd(seg.nextOffset)
 			return rolled, l.fail("index append", err)
 		}
 	}
 	seg.lastModified = now
-	l.logEnd = seg.nextOffset
+	l.setLogEnd(seg.nextOffset)
 	return rolled, nil
 }
 

@@ -464,9 +464,18 @@ func (d *Dir) CheckpointedHighWatermark(tp TopicPartition) (int64, bool) {
 // log.flush.scheduler.interval.ms, at least once a second; logs with the
 // default flush.ms (never) cost a read of their config and are skipped.
 func (d *Dir) FlushDue(now time.Time) error {
+	nowMs := now.UnixMilli()
+	var due []*Log
+	d.mu.Lock()
+	for _, l := range d.logs {
+		if l.flushDue(nowMs) {
+			due = append(due, l)
+		}
+	}
+	d.mu.Unlock()
 	var errs []error
-	for _, l := range d.openLogs() {
-		if err := l.flushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
+	for _, l := range due {
+		if err := l.Flush(); err != nil && !errors.Is(err, ErrLogClosed) {
 			errs = append(errs, err)
 		}
 	}

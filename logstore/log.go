@@ -196,6 +196,15 @@ type Log struct {
 	// lastFlushMs is when the log was last flushed (or opened), in Unix
 	// milliseconds: written under appendMu, read by Dir.FlushDue without it.
 	lastFlushMs atomic.Int64
+	// flushMs mirrors cfg's FlushMs (math.MaxInt64 when unset), so
+	// Dir.FlushDue's walk over every log each second reads one word per
+	// log, no lock.
+	flushMs atomic.Int64
+	// logStartA and logEndA mirror logStart and logEnd, stored with them
+	// under segsMu's write lock: LogStartOffset and LogEndOffset, which
+	// the replication paths ask of every partition each round, read them
+	// without taking segsMu.
+	logStartA, logEndA atomic.Int64
 
 	segsMu        sync.RWMutex
 	segments      []*segment // oldest first; the last is the active segment
@@ -266,18 +275,15 @@ func (l *Log) floorSegment(offset int64) int {
 }
 
 // LogStartOffset is the first offset a consumer may read.
-func (l *Log) LogStartOffset() int64 {
-	l.segsMu.RLock()
-	defer l.segsMu.RUnlock()
-	return l.logStart
-}
+func (l *Log) LogStartOffset() int64 { return l.logStartA.Load() }
 
 // LogEndOffset is the offset the next appended record gets.
-func (l *Log) LogEndOffset() int64 {
-	l.segsMu.RLock()
-	defer l.segsMu.RUnlock()
-	return l.logEnd
-}
+func (l *Log) LogEndOffset() int64 { return l.logEndA.Load() }
+
+// setLogStart and setLogEnd change the log's start and end offsets; the
+// caller holds segsMu's write lock.
+func (l *Log) setLogStart(o int64) { l.logStart = o; l.logStartA.Store(o) }
+func (l *Log) setLogEnd(o int64)   { l.logEnd = o; l.logEndA.Store(o) }
 
 // Size is the total size of the .log files.
 func (l *Log) Size() int64 {
@@ -316,6 +322,7 @@ func (l *Log) SetConfig(cfg Config) {
 		l.notePendingDelete() // the pending deletions fall due at another time
 	}
 	l.cfg = unique.Make(cfg)
+	l.flushMs.Store(cfg.FlushMs)
 	a := l.active()
 	a.index.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, offsetIndexEntrySize)
 	a.timeIndex.maxEntries = maxIndexEntries(cfg.SegmentIndexBytes, timeIndexEntrySize)
@@ -412,15 +419,12 @@ func (l *Log) flushForMessagesLocked() error {
 	return l.flushLocked()
 }
 
-// flushIfDue flushes the log when flush.ms has passed since its last
-// flush (Kafka's LogManager.flushDirtyLogs). A log with the default
-// flush.ms costs one comparison.
-func (l *Log) flushIfDue(now time.Time) error {
-	flushMs := l.Config().FlushMs
-	if flushMs == math.MaxInt64 || now.UnixMilli()-l.lastFlushMs.Load() < flushMs {
-		return nil
-	}
-	return l.Flush()
+// flushDue reports whether flush.ms has passed since the log's last flush
+// (Kafka's LogManager.flushDirtyLogs) at nowMs (Unix milliseconds). A log
+// with the default flush.ms costs one load.
+func (l *Log) flushDue(nowMs int64) bool {
+	flushMs := l.flushMs.Load()
+	return flushMs != math.MaxInt64 && nowMs-l.lastFlushMs.Load() >= flushMs
 }
 
 // Close flushes the log, writes and fsyncs every index entry, and closes

@@ -270,6 +270,7 @@ func loadLog(p logOpenParams) (*Log, int64, RecoveryStats, error) {
 	now := d.now()
 	l := &Log{tp: p.tp, topicID: p.topicID, path: path, fsys: d.fsys, now: d.now, logger: d.logger,
 		epochs: epochs, cfg: unique.Make(cfg)}
+	l.flushMs.Store(cfg.FlushMs)
 
 	recoveredFrom := int64(-1) // base of the first segment crash recovery rebuilt
 	fail := func(err error) (*Log, int64, RecoveryStats, error) {
@@ -338,8 +339,8 @@ func loadLog(p logOpenParams) (*Log, int64, RecoveryStats, error) {
 		}
 		l.segments = []*segment{s}
 	}
-	l.logEnd = l.active().nextOffset
-	l.logStart = max(p.logStart, l.segments[0].base)
+	l.setLogEnd(l.active().nextOffset)
+	l.setLogStart(max(p.logStart, l.segments[0].base))
 	if l.logStart > l.logEnd {
 		// DeleteRecords moved the start past data that a crash then lost.
 		if err := l.truncateFullyLocked(l.logStart); err != nil {

@@ -107,7 +107,7 @@ func (l *Log) deleteSegmentsLocked(n int, now time.Time) error {
 	gone := l.segments[:n]
 	l.segsMu.Lock()
 	l.segments = append([]*segment(nil), l.segments[n:]...)
-	l.logStart = max(l.logStart, l.segments[0].base)
+	l.setLogStart(max(l.logStart, l.segments[0].base))
 	l.recoveryPoint = max(l.recoveryPoint, l.segments[0].base)
 	l.segsMu.Unlock()
 	for _, s := range gone {
@@ -209,7 +209,7 @@ func (l *Log) deleteRecordsBefore(offset int64) (int64, bool, error) {
 		return l.logStart, false, nil
 	}
 	l.segsMu.Lock()
-	l.logStart = offset
+	l.setLogStart(offset)
 	l.segsMu.Unlock()
 	n := 0
 	for i := 0; i+1 < len(l.segments) && l.segments[i+1].base <= offset; i++ {

@@ -57,7 +57,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.segments = l.segments[:i+1]
 	l.truncations++
-	l.logEnd = seg.nextOffset
+	l.setLogEnd(seg.nextOffset)
 	l.recoveryPoint = min(l.recoveryPoint, l.logEnd)
 	for _, s := range gone {
 		if err := s.renameDeleted(l.fsys); err != nil {
@@ -94,7 +94,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.segsMu.Lock()
 	l.segments = []*segment{seg}
 	l.truncations++
-	l.logStart, l.logEnd, l.recoveryPoint = offset, offset, offset
+	l.setLogStart(offset)
+	l.setLogEnd(offset)
+	l.recoveryPoint = offset
 	l.segsMu.Unlock()
 	if err := l.epochs.truncateFromEnd(-1); err != nil {
 		return l.fail("leader epoch checkpoint", err)
