@@ -462,7 +462,7 @@ func (d *Dir) CheckpointedHighWatermark(tp TopicPartition) (int64, bool) {
 // FlushDue fsyncs every open log whose last flush is at least its
 // flush.ms old (Kafka's log flusher). The broker calls it every
 // log.flush.scheduler.interval.ms, at least once a second; logs with the
-// default flush.ms (never) cost a read of their config and are skipped.
+// default flush.ms (never) cost one atomic load each and are skipped.
 func (d *Dir) FlushDue(now time.Time) error {
 	nowMs := now.UnixMilli()
 	var due []*Log
