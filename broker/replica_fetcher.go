@@ -92,9 +92,18 @@ type fetcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu      sync.Mutex // guards parts; a leaf lock
-	parts   map[logstore.TopicPartition]*followed
+	mu    sync.Mutex // guards parts and gen; a leaf lock
+	parts map[logstore.TopicPartition]*followed
+	// gen counts the replacements of parts (set), so a quiet round
+	// (replica_fetcher_quiet.go) knows its batch is still the one to fetch.
+	gen     uint64
 	changed chan struct{} // capacity 1
+
+	// built describes the last request buildRequest made, and quiet the
+	// round to repeat without building one; only run's goroutine uses
+	// them.
+	built fetchBuild
+	quiet *quietRound
 
 	// session is the fetch session with the leader; only run's goroutine
 	// uses it.
@@ -207,6 +216,7 @@ func (f *fetcher) set(parts map[logstore.TopicPartition]*followed) {
 		}
 	}
 	f.parts = parts
+	f.gen++
 	f.mu.Unlock()
 	select {
 	case f.changed <- struct{}{}:
@@ -216,23 +226,38 @@ func (f *fetcher) set(parts map[logstore.TopicPartition]*followed) {
 
 func (f *fetcher) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		req, batch, delayed := f.buildRequest()
-		if len(batch) == 0 {
-			if delayed {
-				f.wait(ctx, replicaFetchBackoff)
+		var (
+			req   *kmsg.FetchRequest
+			batch map[logstore.TopicPartition]*followed
+			sr    *sessionRequest
+			built fetchBuild
+		)
+		if quiet := f.quietBatch(); quiet != nil {
+			batch, built = quiet.batch, fetchBuild{gen: quiet.gen}
+			req, sr = f.quietRequest()
+		} else {
+			var delayed bool
+			req, batch, delayed = f.buildRequest()
+			built = f.built
+			if len(batch) == 0 {
+				if delayed {
+					f.wait(ctx, replicaFetchBackoff)
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-f.changed:
+				}
 				continue
 			}
-			select {
-			case <-ctx.Done():
-			case <-f.changed:
-			}
-			continue
 		}
 		seeds := f.cl.SeedBrokers()
 		if len(seeds) == 0 {
 			return
 		}
-		sr := f.sessionRequest(req, batch)
+		if sr == nil {
+			sr = f.sessionRequest(req, batch)
+		}
 		kresp, err := seeds[0].Request(ctx, req)
 		if err != nil {
 			f.session.reset()
@@ -257,6 +282,7 @@ func (f *fetcher) run(ctx context.Context) {
 		if !clean {
 			f.session.reset()
 		}
+		f.noteRound(sr, resp, batch, built, clean)
 		if !progress {
 			f.wait(ctx, f.errorBackoff())
 		}
@@ -280,22 +306,13 @@ func (f *fetcher) wait(ctx context.Context, d time.Duration) {
 // left out only for their backoff.
 func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.TopicPartition]*followed, delayed bool) {
 	b := f.rm.b
-	self := b.cfg.NodeID
-	brokerEpoch := int64(-1)
-	if img := b.metadata(); img != nil && img.Brokers[self] != nil {
-		brokerEpoch = img.Brokers[self].Epoch
-	}
-	req = kmsg.NewPtrFetchRequest()
-	req.ReplicaID = self
-	req.ReplicaState.ID = self
-	req.ReplicaState.Epoch = brokerEpoch
+	req = f.newFetchRequest()
 	cfg := b.cfg
-	req.MaxWaitMillis = cfg.ReplicaFetchWaitMaxMs
-	req.MinBytes = cfg.ReplicaFetchMinBytes
-	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.built = fetchBuild{gen: f.gen}
+	defer func() { f.built.delayed = delayed }()
 	now := time.Now()
 	batch = make(map[logstore.TopicPartition]*followed, len(f.parts))
 	topics := map[string]int{}
@@ -307,9 +324,12 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 			delayed = true
 			continue
 		}
-		if b.followerThrottled(st.p) && b.throttle.follower.Exceeded(b.now()) {
-			delayed = true // the replication throttle holds it back
-			continue
+		if b.followerThrottled(st.p) {
+			f.built.throttled = true
+			if b.throttle.follower.Exceeded(b.now()) {
+				delayed = true // the replication throttle holds it back
+				continue
+			}
 		}
 		batch[tp] = st
 		i, ok := topics[tp.Topic]
@@ -334,6 +354,25 @@ func (f *fetcher) buildRequest() (req *kmsg.FetchRequest, batch map[logstore.Top
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	return req, batch, delayed
+}
+
+// newFetchRequest is a follower's Fetch with the replica.fetch.* settings
+// and this node's id and broker epoch, naming no partition yet.
+func (f *fetcher) newFetchRequest() *kmsg.FetchRequest {
+	b := f.rm.b
+	self := b.cfg.NodeID
+	brokerEpoch := int64(-1)
+	if img := b.metadata(); img != nil && img.Brokers[self] != nil {
+		brokerEpoch = img.Brokers[self].Epoch
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = self
+	req.ReplicaState.ID = self
+	req.ReplicaState.Epoch = brokerEpoch
+	req.MaxWaitMillis = b.cfg.ReplicaFetchWaitMaxMs
+	req.MinBytes = b.cfg.ReplicaFetchMinBytes
+	req.MaxBytes = b.cfg.ReplicaFetchResponseMaxBytes
+	return req
 }
 
 // sessionRequest makes req, a full list of the partitions to fetch (batch),
