@@ -168,13 +168,16 @@ func TestCleanerThreadsDynamic(t *testing.T) {
 		createTopic(t, n, topic, 1, map[string]*string{"cleanup.policy": ptr("compact"), "segment.bytes": ptr("16384")})
 		produceRounds(t, n.Client(kgo.ProducerBatchCompression(kgo.NoCompression())), topic, 30, 40, 40, 0, -1)
 	}
-	pollFor(t, "both topics cleaned by the cleaner threads", func() bool {
+	// A pass's stats are recorded after its cleaned segments are swapped
+	// in, so a consumer can see a topic cleaned a moment before the
+	// stats count the pass: the poll waits for both.
+	pollFor(t, "both topics cleaned by the cleaner threads, and the passes counted", func() bool {
 		for _, topic := range []string{"first", "second"} {
 			if got := len(consumeToEnd(t, n, topic)); got >= 30*40/2 {
 				return false
 			}
 		}
-		return true
+		return n.Broker.CleanerStats().Passes >= 2
 	})
 	st := n.Broker.CleanerStats()
 	cleaned := map[string]bool{}
