@@ -307,7 +307,6 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	dir.writeMeta(ctrl.ClusterID(), cfg.NodeID, b.now())
 	b.reconcile(ctrl.Image())
 	dir.started.Store(true) // from now on a replica the metadata adds is new
-	dir.resumeMoves()
 	// The authorizer notes how far the metadata log goes now, so its
 	// first checks wait until the ACLs logged after the snapshot are
 	// applied (authorize.go).
@@ -315,6 +314,9 @@ func New(ctx context.Context, cfg *config.Broker, opts Options) (*Broker, error)
 	b.removeOrphans()
 	// The logs reconcile queued are opened before the node serves.
 	_ = b.opener.wait(context.Background(), func(logstore.TopicPartition) bool { return true })
+	// A move a previous process left unfinished starts again from the
+	// replica's open log, so only now that every log is open.
+	dir.resumeMoves()
 	// Every assigned partition's log is open now, so the recovery figures
 	// are final: operators (and the binary's tests) read them here.
 	rs := dir.RecoveryStats()
